@@ -1,0 +1,63 @@
+"""Sphinx configuration: project, extensions, MyST-NB execution, HTML."""
+
+import sys
+from pathlib import Path
+
+import sdpa_ref
+
+# -- Project ------------------------------------------------------------------
+project = "Scaled dot-product attention"
+author = "the sdpa-ref maintainers"
+copyright = "2026, the sdpa-ref maintainers"
+version = release = sdpa_ref.__version__
+
+# -- Extensions ---------------------------------------------------------------
+# Local extensions live in docs/_ext; the project itself is installed by nox.
+sys.path.append(str(Path(__file__).parent / "_ext"))
+extensions = [
+    "myst_nb",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "sphinx_copybutton",
+    "mathml",
+]
+html_math_renderer = "mathml"
+exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints"]
+nitpicky = True
+# Type fields of the numpy-style docstrings are prose ("array_like, shape
+# (..., n_q, d_k)"), not classes, and there is no intersphinx offline; every
+# other cross-reference is still checked.
+nitpick_ignore_regex = [("py:class", r".*")]
+autodoc_member_order = "bysource"
+autodoc_typehints = "none"
+napoleon_google_docstring = False
+napoleon_use_rtype = False
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_heading_anchors = 3
+copybutton_prompt_text = r">>> |\.\.\. "
+copybutton_prompt_is_regexp = True
+
+# -- MyST-NB execution ----------------------------------------------------------
+# Re-execute every page on every build: a notebook cache cannot see a change in
+# sdpa_ref. `nox -s docs -- --cached` switches to the cache while writing.
+nb_execution_mode = "force"
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+nb_execution_in_temp = True
+nb_execution_timeout = 600
+nb_merge_streams = True
+nb_output_stderr = "warn"
+
+# -- HTML ---------------------------------------------------------------------
+html_theme = "furo"
+html_title = "Scaled dot-product attention"
+html_static_path = ["_static"]
+html_css_files = ["site.css"]
+html_favicon = "_static/favicon.svg"
+html_last_updated_fmt = None
+html_show_sourcelink = False
+html_copy_source = False
+html_theme_options = {
+    "source_repository": "",
+    "navigation_with_keys": True,
+}

@@ -1,0 +1,2 @@
+# The Sphinx configuration and extensions are not test modules.
+collect_ignore = ["conf.py", "_ext"]

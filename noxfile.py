@@ -1,0 +1,116 @@
+"""Sessions a maintainer runs: tests, docs, lint, serve, parity."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import nox
+
+nox.needs_version = ">=2025.2.9"
+nox.options.default_venv_backend = "venv"
+nox.options.sessions = ["lint", "tests"]
+
+ROOT = Path(__file__).parent
+PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+DOCS_SRC = ROOT / "docs"
+DOCS_OUT = DOCS_SRC / "_build" / "html"
+
+
+def group(name: str) -> list[str]:
+    return list(nox.project.dependency_groups(PYPROJECT, name))
+
+
+def build_env() -> dict[str, str]:
+    """Environment that makes a build depend on the commit alone."""
+    try:
+        epoch = subprocess.run(
+            ["git", "log", "-1", "--format=%ct"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        epoch = ""
+    return {
+        "SOURCE_DATE_EPOCH": epoch or "0",
+        "PYTHONHASHSEED": "0",
+        "MPLBACKEND": "Agg",
+    }
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Unit, property and doctests of sdpa_ref, and doctests of the prose."""
+    session.install("-e", ".", *group("test"))
+    session.run("pytest", *session.posargs, env=build_env())
+
+
+@nox.session(reuse_venv=True)
+def docs(session: nox.Session) -> None:
+    """Build the site into docs/_build/html, executing every page afresh.
+
+    Pass ``-- --cached`` to reuse executed notebooks and unchanged pages while
+    writing; the default re-executes everything, because the notebook cache
+    cannot see a change in sdpa_ref.
+    """
+    session.install("-e", ".", *group("docs"))
+    cached = "--cached" in session.posargs
+    args = ["-W", "--keep-going", "-n", "-b", "html"]
+    if cached:
+        args += ["-D", "nb_execution_mode=cache"]
+    else:
+        shutil.rmtree(DOCS_SRC / "_build", ignore_errors=True)
+    start = time.perf_counter()
+    session.run("sphinx-build", *args, str(DOCS_SRC), str(DOCS_OUT), env=build_env())
+    seconds = time.perf_counter() - start
+    kind = "cached" if cached else "cold"
+    session.log(f"{kind} build took {seconds:.1f} s")
+    session.log(f"The site is at {DOCS_OUT / 'index.html'}")
+
+
+@nox.session(python=False)
+def serve(session: nox.Session) -> None:
+    """Serve the built site on http://127.0.0.1:8000 (build it with docs first)."""
+    if not (DOCS_OUT / "index.html").exists():
+        session.error("No site yet: run `nox -s docs` first.")
+    port = session.posargs[0] if session.posargs else "8000"
+    session.log(f"Serving {DOCS_OUT} at http://127.0.0.1:{port}/ (Ctrl-C stops)")
+    session.run(
+        "python",
+        "-m",
+        "http.server",
+        port,
+        "--bind",
+        "127.0.0.1",
+        "--directory",
+        str(DOCS_OUT),
+    )
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Ruff's lint rules and its formatter, in check mode."""
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def parity(session: nox.Session) -> None:
+    """Compare sdpa_ref with PyTorch's scaled_dot_product_attention in float64.
+
+    torch is pinned to 2.13.0: on this project's machines that pin is a CPU
+    build on local disk, while a plain ``torch`` pulls a multi-GB CUDA build.
+    """
+    session.install("-e", ".", *group("test"), "torch==2.13.0")
+    env = build_env() | {"REQUIRE_TORCH": "1"}
+    session.run("pytest", "tests/test_parity_torch.py", *session.posargs, env=env)
+
+
+if os.environ.get("CI"):
+    nox.options.error_on_missing_interpreters = True

@@ -1,0 +1,67 @@
+"""What dense attention costs: arithmetic, score memory, KV-cache memory."""
+
+from __future__ import annotations
+
+from ._checks import positive_int
+
+__all__ = ["attention_macs", "kv_cache_bytes", "score_bytes"]
+
+
+def attention_macs(n_q, n_k, d_k, d_v, *, heads=1):
+    """Multiply-adds of dense attention: ``heads * n_q * n_k * (d_k + d_v)``.
+
+    ``q kᵀ`` takes ``n_q n_k d_k`` of them and ``A v`` another
+    ``n_q n_k d_v``; the softmax adds only ``O(n_q n_k)``. For self-attention
+    with ``n`` tokens and ``d_k = d_v = d`` this is the familiar ``O(n² d)``.
+
+    Examples
+    --------
+    >>> attention_macs(1024, 1024, 64, 64)
+    134217728
+    """
+    n_q, n_k = positive_int(n_q, "n_q"), positive_int(n_k, "n_k")
+    d_k, d_v = positive_int(d_k, "d_k"), positive_int(d_v, "d_v")
+    return positive_int(heads, "heads") * n_q * n_k * (d_k + d_v)
+
+
+def score_bytes(n_q, n_k, *, heads=1, itemsize=4):
+    """Bytes to hold the score (or weight) matrix: ``heads * n_q * n_k * itemsize``.
+
+    Examples
+    --------
+    A 4096-token sequence, one head, float32: 64 MiB.
+
+    >>> score_bytes(4096, 4096) / 2**20
+    64.0
+    """
+    n_q, n_k = positive_int(n_q, "n_q"), positive_int(n_k, "n_k")
+    return positive_int(heads, "heads") * n_q * n_k * positive_int(itemsize, "itemsize")
+
+
+def kv_cache_bytes(seq_len, *, layers, kv_heads, head_dim, itemsize=2, batch=1):
+    """Bytes of a decoder's key/value cache.
+
+    Keys and values (the factor 2) for every layer, key/value head, position
+    and batch entry. Multi-head attention has as many key/value heads as
+    query heads; multi-query attention has one; grouped-query attention has
+    one per group.
+
+    Examples
+    --------
+    32 layers, 32 heads of width 128, 4096 tokens in 16-bit floats: 2 GiB,
+    and an eighth of that with 4 key/value heads.
+
+    >>> kv_cache_bytes(4096, layers=32, kv_heads=32, head_dim=128) / 2**30
+    2.0
+    >>> kv_cache_bytes(4096, layers=32, kv_heads=4, head_dim=128) / 2**30
+    0.25
+    """
+    return (
+        2
+        * positive_int(batch, "batch")
+        * positive_int(layers, "layers")
+        * positive_int(kv_heads, "kv_heads")
+        * positive_int(seq_len, "seq_len")
+        * positive_int(head_dim, "head_dim")
+        * positive_int(itemsize, "itemsize")
+    )

@@ -1,0 +1,197 @@
+"""How spread out a weight row is: entropy, and the softmax Jacobian."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import real_array
+from .core import softmax
+
+__all__ = [
+    "entropy",
+    "max_entropy",
+    "saturation",
+    "softmax_jacobian",
+    "softmax_jacobian_norm",
+]
+
+#: How far a weight row's sum may be from 1 and still count as a distribution.
+SUM_TOLERANCE = 1e-6
+
+
+def _weights(weights, axis=-1):
+    w = real_array(weights, "weights", min_ndim=1, dtype=np.float64)
+    if w.shape[axis] == 0:
+        raise ValueError(f"weights has no entries along axis {axis} (shape {w.shape})")
+    if not np.isfinite(w).all():
+        raise ValueError(f"weights must be finite (shape {w.shape})")
+    if (w < 0).any():
+        raise ValueError(
+            f"weights must be nonnegative, found {w.min():.3g} (shape {w.shape})"
+        )
+    total = w.sum(axis=axis)
+    if np.abs(total - 1).max() > SUM_TOLERANCE:
+        raise ValueError(
+            f"weights must sum to 1 along axis {axis}, found sums from "
+            f"{total.min():.6g} to {total.max():.6g} (shape {w.shape})"
+        )
+    return w
+
+
+def entropy(weights, axis=-1):
+    """Shannon entropy of weight rows, in nats, with ``0 ln 0 = 0``.
+
+    ``H(w) = -sum_j w_j ln w_j`` lies between 0 (all weight on one key) and
+    ``ln n_k`` (uniform over ``n_k`` keys). It describes how spread out the
+    weights are, not whether they are right.
+
+    Parameters
+    ----------
+    weights : array_like
+        Nonnegative rows that sum to 1 along ``axis``.
+    axis : int, optional
+        The key axis.
+
+    Returns
+    -------
+    numpy.ndarray
+        The entropies, with ``axis`` removed (a 0-d float for one row).
+
+    Raises
+    ------
+    ValueError
+        If a weight is negative or not finite, or a row does not sum to 1.
+
+    Examples
+    --------
+    The worked example, unscaled and scaled:
+
+    >>> print(f"{entropy(softmax([4, 0, 2, -4])):.3f} nats")
+    0.444 nats
+    >>> print(f"{entropy(softmax([2, 0, 1, -2])):.3f} nats")
+    0.888 nats
+    >>> print(f"{entropy([0.25, 0.25, 0.25, 0.25]):.3f} nats")
+    1.386 nats
+    """
+    w = _weights(weights, axis)
+    # log(1) = 0 where w = 0, so those terms vanish as the limit 0 ln 0 = 0 says.
+    return -(w * np.log(np.where(w > 0, w, 1.0))).sum(axis=axis)
+
+
+def max_entropy(n_keys):
+    """The entropy ceiling ``ln n_k``, reached by uniform weights, in nats.
+
+    Examples
+    --------
+    >>> max_entropy(4)
+    1.386...
+    """
+    if isinstance(n_keys, bool) or not isinstance(n_keys, (int, np.integer)):
+        raise TypeError(f"n_keys must be an integer, got {n_keys!r}")
+    if n_keys < 1:
+        raise ValueError(f"n_keys must be at least 1, got {n_keys}")
+    return float(np.log(n_keys))
+
+
+def softmax_jacobian(weights):
+    """Jacobian of softmax at a weight row: ``diag(w) - w wᵀ``.
+
+    Entry ``(i, j)`` is ``d w_i / d s_j``. When one weight approaches 1 every
+    entry approaches 0: a saturated softmax passes back almost no gradient.
+
+    Parameters
+    ----------
+    weights : array_like, shape (..., n)
+        Weight rows (the softmax outputs), each summing to 1.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., n, n)
+
+    Examples
+    --------
+    >>> softmax_jacobian([0.5, 0.5])
+    array([[ 0.25, -0.25],
+           [-0.25,  0.25]])
+    """
+    w = _weights(weights)
+    # The diagonal w_i (1 - w_i) cancels to 0 once w_i rounds to 1, which is
+    # exactly the saturated case worth measuring; w_i * sum_{j != i} w_j, from
+    # prefix and suffix sums of the small weights, keeps its digits.
+    zero = np.zeros_like(w[..., :1])
+    prefix = np.concatenate([zero, np.cumsum(w[..., :-1], axis=-1)], axis=-1)
+    suffix = np.flip(
+        np.concatenate(
+            [zero, np.cumsum(np.flip(w, axis=-1)[..., :-1], axis=-1)], axis=-1
+        ),
+        axis=-1,
+    )
+    jac = -w[..., :, None] * w[..., None, :]
+    diag = np.einsum("...ii->...i", jac)
+    diag.setflags(write=True)
+    diag[...] = w * (prefix + suffix)
+    return jac
+
+
+def softmax_jacobian_norm(weights):
+    """Spectral norm of the softmax Jacobian at each weight row.
+
+    The Jacobian is symmetric positive semidefinite, so this is its largest
+    eigenvalue. It is at most 1/2, reached when two keys share the weight
+    equally, and tends to 0 as one weight tends to 1.
+
+    Examples
+    --------
+    >>> print(f"{softmax_jacobian_norm([0.5, 0.5]):.3f}")
+    0.500
+    >>> print(f"{softmax_jacobian_norm(softmax([40.0, 0.0])):.1e}")
+    8.5e-18
+    """
+    return np.linalg.eigvalsh(softmax_jacobian(weights))[..., -1]
+
+
+def saturation(scores, spreads, d_k):
+    """Top weight and Jacobian norm as a score row is stretched.
+
+    The row ``spread * scores`` stands for dot products that grow with the
+    head width. For each spread, softmax is taken of the raw row and of the
+    row divided by ``sqrt(d_k)``.
+
+    Parameters
+    ----------
+    scores : array_like, shape (n,)
+        The base score row.
+    spreads : array_like, shape (m,)
+        Nonnegative multipliers of the row.
+    d_k : int
+        The head width whose ``sqrt`` divides the scaled row.
+
+    Returns
+    -------
+    dict of numpy.ndarray
+        ``top_weight_raw``, ``top_weight_scaled``, ``jacobian_norm_raw`` and
+        ``jacobian_norm_scaled``, each of shape (m,).
+
+    Examples
+    --------
+    >>> curves = saturation([4, 0, 2, -4], [1.0], d_k=4)
+    >>> print(f"{curves['top_weight_raw'][0]:.3f} {curves['top_weight_scaled'][0]:.3f}")
+    0.867 0.657
+    """
+    row = real_array(scores, "scores", min_ndim=1, dtype=np.float64)
+    stretch = real_array(spreads, "spreads", min_ndim=1, dtype=np.float64)
+    if row.ndim != 1 or stretch.ndim != 1:
+        raise ValueError(
+            f"scores and spreads must be 1-D, got shapes {row.shape} and "
+            f"{stretch.shape}"
+        )
+    if (stretch < 0).any() or not np.isfinite(stretch).all():
+        raise ValueError("spreads must be finite and nonnegative")
+    raw = softmax(stretch[:, None] * row)
+    scaled = softmax(stretch[:, None] * row / np.sqrt(d_k))
+    return {
+        "top_weight_raw": raw.max(axis=-1),
+        "top_weight_scaled": scaled.max(axis=-1),
+        "jacobian_norm_raw": softmax_jacobian_norm(raw),
+        "jacobian_norm_scaled": softmax_jacobian_norm(scaled),
+    }

@@ -1,0 +1,109 @@
+"""The text's claims, stated as properties and checked on generated input."""
+
+import numpy as np
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from sdpa_ref import attention, entropy, max_entropy, softmax, tiled_attention
+
+finite = st.floats(-50, 50, allow_nan=False, allow_infinity=False)
+score_rows = arrays(np.float64, st.integers(1, 12), elements=finite)
+widths = st.integers(2, 1024)
+
+
+@given(score_rows)
+def test_weights_are_nonnegative_and_sum_to_one(row):
+    w = softmax(row)
+    assert (w >= 0).all()
+    np.testing.assert_allclose(w.sum(), 1.0, rtol=1e-12)
+
+
+@given(score_rows, st.floats(-1e6, 1e6))
+def test_adding_a_constant_to_a_row_changes_no_weight(row, shift):
+    np.testing.assert_allclose(softmax(row + shift), softmax(row), atol=1e-9)
+
+
+@given(score_rows, widths)
+def test_dividing_by_sqrt_dk_keeps_the_order(row, d_k):
+    scaled = row / np.sqrt(d_k)
+    w_raw, w_scaled = softmax(row), softmax(scaled)
+    # Strictly larger scores keep strictly larger scaled scores ...
+    for i, j in zip(*np.nonzero(row[:, None] > row[None, :]), strict=True):
+        assert scaled[i] > scaled[j]
+        assert w_scaled[i] >= w_scaled[j]
+    # ... and the key with the top weight stays on top.
+    assert w_raw.argmax() == w_scaled.argmax()
+
+
+@given(score_rows, widths)
+def test_dividing_by_sqrt_dk_never_lowers_the_entropy(row, d_k):
+    raw = entropy(softmax(row))
+    scaled = entropy(softmax(row / np.sqrt(d_k)))
+    assert scaled >= raw - 1e-12
+
+
+@given(score_rows)
+def test_entropy_lies_between_0_and_ln_nk(row):
+    h = entropy(softmax(row))
+    assert -1e-12 <= h <= max_entropy(row.size) + 1e-12
+
+
+@given(st.integers(1, 12))
+def test_uniform_weights_reach_the_ceiling(n):
+    np.testing.assert_allclose(entropy(np.full(n, 1 / n)), np.log(n), atol=1e-12)
+
+
+@given(
+    st.integers(1, 6),
+    st.integers(1, 6),
+    st.integers(1, 5),
+    st.integers(0, 2**32 - 1),
+)
+def test_outputs_lie_in_the_convex_hull_of_the_values(n_q, n_k, d_k, seed):
+    rng = np.random.default_rng(seed)
+    q, k = rng.normal(size=(n_q, d_k)) * 3, rng.normal(size=(n_k, d_k)) * 3
+    v = rng.normal(size=(n_k, 2))
+    out, w = attention(q, k, v, return_weights=True)
+    # A convex combination: nonnegative weights summing to 1, and the output
+    # inside the values' bounding box (a necessary condition checked directly).
+    assert (w >= 0).all()
+    np.testing.assert_allclose(w.sum(-1), 1.0)
+    np.testing.assert_allclose(out, w @ v, atol=1e-12)
+    assert (out >= v.min(0) - 1e-12).all()
+    assert (out <= v.max(0) + 1e-12).all()
+
+
+@given(
+    st.integers(1, 3),
+    st.integers(1, 7),
+    st.integers(1, 20),
+    st.integers(1, 6),
+    st.integers(1, 25),
+    st.booleans(),
+    st.sampled_from(["none", "bool", "float"]),
+    st.integers(0, 2**32 - 1),
+)
+def test_tiled_equals_dense(heads, n_q, n_k, d, block, causal, mask_kind, seed):
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=(heads, n_q, d))
+    k, v = rng.normal(size=(heads, n_k, d)), rng.normal(size=(heads, n_k, d + 1))
+    mask = None
+    if mask_kind == "bool":
+        mask = rng.random((heads, n_q, n_k)) < 0.6
+    elif mask_kind == "float":
+        mask = np.where(
+            rng.random((n_q, n_k)) < 0.6, rng.normal(size=(n_q, n_k)), -np.inf
+        )
+    options = {"mask": mask, "is_causal": causal, "empty_rows": "zero"}
+    dense = attention(q, k, v, **options)
+    tiled = tiled_attention(q, k, v, block_size=block, **options)
+    np.testing.assert_allclose(tiled, dense, rtol=0, atol=1e-12)
+
+
+@given(arrays(np.float64, st.integers(1, 8), elements=st.floats(-1e300, 1e300)))
+def test_huge_logits_stay_finite(row):
+    assume(np.isfinite(row).all())
+    w = softmax(row)
+    assert np.isfinite(w).all()
+    np.testing.assert_allclose(w.sum(), 1.0)
