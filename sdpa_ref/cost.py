@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ._checks import positive_int
 
-__all__ = ["attention_macs", "kv_cache_bytes", "score_bytes"]
+__all__ = ["attention_macs", "cost_table", "kv_cache_bytes", "score_bytes"]
 
 
 def attention_macs(n_q, n_k, d_k, d_v, *, heads=1):
@@ -65,3 +65,32 @@ def kv_cache_bytes(seq_len, *, layers, kv_heads, head_dim, itemsize=2, batch=1):
         * positive_int(head_dim, "head_dim")
         * positive_int(itemsize, "itemsize")
     )
+
+
+def cost_table(lengths, *, d_k=64, d_v=64, heads=1, itemsize=4):
+    """Self-attention cost for each sequence length: one dict per length.
+
+    Each row holds ``n``, ``macs`` (multiply-adds) and ``score_bytes`` (the
+    ``n x n`` score matrix of every head), all exact integers, and
+    ``length_growth`` and ``macs_growth``, both relative to the first row.
+
+    Examples
+    --------
+    >>> rows = cost_table([1024, 2048])
+    >>> [row["macs"] for row in rows]
+    [134217728, 536870912]
+    >>> rows[-1]["length_growth"], rows[-1]["macs_growth"]
+    (2.0, 4.0)
+    """
+    rows = [
+        {
+            "n": n,
+            "macs": attention_macs(n, n, d_k, d_v, heads=heads),
+            "score_bytes": score_bytes(n, n, heads=heads, itemsize=itemsize),
+        }
+        for n in lengths
+    ]
+    for row in rows:
+        row["length_growth"] = row["n"] / rows[0]["n"]
+        row["macs_growth"] = row["macs"] / rows[0]["macs"]
+    return rows

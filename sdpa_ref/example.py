@@ -25,9 +25,25 @@ like ``sqrt(width)``; that contrast is part of what the figure shows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-__all__ = ["BASE_WIDTH", "KEY_NAMES", "QUERY_NAMES", "WIDTHS", "raw_scores", "vectors"]
+from .core import attention
+from .spread import entropy, max_entropy
+
+__all__ = [
+    "BASE_WIDTH",
+    "KEY_NAMES",
+    "QUERY_NAMES",
+    "WIDTHS",
+    "Comparison",
+    "compare",
+    "cross_attention_vectors",
+    "raw_scores",
+    "shape_rows",
+    "vectors",
+]
 
 #: Head widths the figure offers.
 WIDTHS = (4, 16, 64, 256)
@@ -114,3 +130,122 @@ def raw_scores(width):
     """
     q, k, _ = vectors(width)
     return q @ k.T
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Unscaled against scaled attention for one query at one width.
+
+    Both sides start from the same raw dot products; only the division by
+    ``sqrt(d_k)`` differs.
+    """
+
+    query: int
+    width: int
+    raw_scores: np.ndarray
+    scaled_scores: np.ndarray
+    raw_weights: np.ndarray
+    scaled_weights: np.ndarray
+    raw_entropy: float
+    scaled_entropy: float
+    max_entropy: float
+    raw_output: np.ndarray
+    scaled_output: np.ndarray
+
+    @property
+    def raw_top_weight(self) -> float:
+        """The largest unscaled weight."""
+        return float(self.raw_weights.max())
+
+    @property
+    def scaled_top_weight(self) -> float:
+        """The largest scaled weight."""
+        return float(self.scaled_weights.max())
+
+
+def compare(query, width):
+    """Compare unscaled and scaled attention for query ``query`` at ``width``.
+
+    Parameters
+    ----------
+    query : int
+        Index of the query, ``0`` for ``Q0``.
+    width : int
+        A head width from :data:`WIDTHS`.
+
+    Returns
+    -------
+    Comparison
+
+    Examples
+    --------
+    >>> c = compare(0, 4)
+    >>> print(f"{c.raw_top_weight:.3f} -> {c.scaled_top_weight:.3f}")
+    0.867 -> 0.657
+    >>> print(f"{c.raw_entropy:.3f} -> {c.scaled_entropy:.3f} nats")
+    0.444 -> 0.888 nats
+    >>> print(f"at most {c.max_entropy:.3f} nats")
+    at most 1.386 nats
+    """
+    q, k, v = vectors(width)
+    if isinstance(query, bool) or query not in range(len(q)):
+        raise ValueError(f"query must be an index in 0..{len(q) - 1}, got {query!r}")
+    raw_output, raw_weights = attention(
+        q[query : query + 1], k, v, scale=1.0, return_weights=True
+    )
+    scaled_output, scaled_weights = attention(
+        q[query : query + 1], k, v, return_weights=True
+    )
+    raw_scores = q[query] @ k.T
+    return Comparison(
+        query=query,
+        width=width,
+        raw_scores=raw_scores,
+        scaled_scores=raw_scores / np.sqrt(width),
+        raw_weights=raw_weights[0],
+        scaled_weights=scaled_weights[0],
+        raw_entropy=float(entropy(raw_weights[0])),
+        scaled_entropy=float(entropy(scaled_weights[0])),
+        max_entropy=max_entropy(k.shape[0]),
+        raw_output=raw_output[0],
+        scaled_output=scaled_output[0],
+    )
+
+
+def cross_attention_vectors():
+    """A small cross-attention example: 2 queries, 3 keys, ``d_k = 4``, ``d_v = 3``.
+
+    The queries could come from a decoder and the keys and values from an
+    encoder's three tokens: their counts differ, and so do the widths of
+    keys and values.
+
+    Examples
+    --------
+    >>> Q, K, V = cross_attention_vectors()
+    >>> [a.shape for a in (Q, K, V)]
+    [(2, 4), (3, 4), (3, 3)]
+    >>> attention(Q, K, V).shape
+    (2, 3)
+    """
+    q = np.array([[1.0, 0.0, 2.0, -1.0], [0.0, 1.0, -1.0, 1.0]])
+    k = np.array([[1.0, 1.0, 1.0, 0.0], [0.0, 2.0, -1.0, 1.0], [2.0, -1.0, 0.0, 1.0]])
+    v = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    return q, k, v
+
+
+def shape_rows(n_q, n_k, d_k, d_v):
+    """Each matrix of attention with its symbolic and its concrete shape.
+
+    Examples
+    --------
+    >>> shape_rows(2, 3, 4, 3)[-1]
+    ('output', 'n_q × d_v', (2, 3))
+    """
+    return [
+        ("Q", "n_q × d_k", (n_q, d_k)),
+        ("K", "n_k × d_k", (n_k, d_k)),
+        ("V", "n_k × d_v", (n_k, d_v)),
+        ("QKᵀ (scores)", "n_q × n_k", (n_q, n_k)),
+        ("softmax(QKᵀ/√dₖ) (weights)", "n_q × n_k", (n_q, n_k)),
+        ("output", "n_q × d_v", (n_q, d_v)),
+    ]

@@ -17,18 +17,36 @@ import numpy as np
 from ._checks import positive_int, real_array
 
 __all__ = [
+    "BROKEN_MODELS",
     "SEED",
+    "SIMULATED_WIDTHS",
     "dot_product_mean",
     "dot_product_std",
     "measured_score_std",
+    "model_sweep",
     "sample_dot_products",
     "score_std",
+    "standard_score_row",
 ]
 
 #: The seed of every random draw on the site, so every quoted number repeats.
 SEED = 20170612  # the day "Attention Is All You Need" appeared on arXiv
 
-_CHUNK = 4096  # samples drawn at once, to bound memory at wide heads
+_CHUNK = 4096
+
+#: Head widths the site simulates, 1 to 1024, including the text's 512.
+SIMULATED_WIDTHS = tuple(2**i for i in range(11))
+
+#: Models of the coordinates that the site simulates: the text's own model,
+#: and one broken assumption each. ``std`` may be a function of the width.
+BROKEN_MODELS = {
+    "independent, mean 0, variance 1": {},
+    "mean 0.5 instead of 0": {"mean": 0.5},
+    "variances spread from 0.1 to 1.9": {
+        "std": lambda d_k: np.sqrt(np.linspace(0.1, 1.9, d_k)),
+    },
+    "correlation 0.3 between coordinates": {"correlation": 0.3},
+}  # samples drawn at once, to bound memory at wide heads
 
 
 def score_std(d_k):
@@ -188,3 +206,77 @@ def measured_score_std(widths, n_samples=10_000, *, seed=SEED, **model):
             for w in widths
         ]
     )
+
+
+def model_sweep(widths, models, n_samples=10_000, *, seed=SEED):
+    """Measured and exact ``q·k`` statistics for several models over widths.
+
+    Parameters
+    ----------
+    widths : sequence of int
+    models : dict of str to dict
+        Name to keyword arguments of :func:`sample_dot_products` (``mean``,
+        ``std``, ``correlation``). A ``std`` given as a callable is called
+        with the width, so unequal variances can be described once.
+    n_samples : int
+    seed : int
+
+    Returns
+    -------
+    dict of str to dict of numpy.ndarray
+        For each model, one entry per width: ``measured_std``, ``exact_std``
+        and ``exact_mean`` of ``q·k``; ``measured_scaled_std``, the measured
+        standard deviation of ``q·k / sqrt(d_k)``; and ``exact_vs_model``,
+        the exact standard deviation over the text's ``sqrt(d_k)``.
+
+    Examples
+    --------
+    >>> sweep = model_sweep([64], {"correlated": {"correlation": 0.5}}, 20_000)
+    >>> print(f"{sweep['correlated']['exact_std'][0]:.1f}")
+    32.7
+    """
+    widths = [positive_int(int(w), "widths") for w in widths]
+    result = {}
+    for name, model in models.items():
+        rows = []
+        for w in widths:
+            kwargs = dict(model)
+            if callable(kwargs.get("std")):
+                kwargs["std"] = kwargs["std"](w)
+            rows.append(
+                (
+                    sample_dot_products(w, n_samples, seed=(seed, w), **kwargs).std(),
+                    dot_product_std(w, **kwargs),
+                    dot_product_mean(w, **kwargs),
+                )
+            )
+        measured, exact, mean = np.array(rows).T
+        root = np.sqrt(widths)
+        result[name] = {
+            "measured_std": measured,
+            "exact_std": exact,
+            "exact_mean": mean,
+            "measured_scaled_std": measured / root,
+            "exact_vs_model": exact / root,
+        }
+    return result
+
+
+def standard_score_row(n_keys, *, seed=SEED):
+    """A seeded row of ``n_keys`` scores with mean 0 and standard deviation 1.
+
+    Multiplying it by ``s`` gives a row whose spread is ``s`` standard
+    deviations, the x-axis of the saturation figure.
+
+    Examples
+    --------
+    >>> row = standard_score_row(8)
+    >>> print(f"{row.mean():.3f} {row.std():.3f}")
+    0.000 1.000
+    """
+    n_keys = positive_int(n_keys, "n_keys")
+    if n_keys < 2:
+        raise ValueError(f"n_keys must be at least 2 to have a spread, got {n_keys}")
+    row = np.random.default_rng(seed).standard_normal(n_keys)
+    row -= row.mean()
+    return row / row.std()

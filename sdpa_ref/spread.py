@@ -170,7 +170,10 @@ def saturation(scores, spreads, d_k):
     -------
     dict of numpy.ndarray
         ``top_weight_raw``, ``top_weight_scaled``, ``jacobian_norm_raw`` and
-        ``jacobian_norm_scaled``, each of shape (m,).
+        ``jacobian_norm_scaled``, each of shape (m,); and ``rest_weight_raw``
+        and ``rest_weight_scaled``, the weight left for all other keys,
+        summed from the small weights so that it keeps its digits when the
+        top weight rounds to 1.
 
     Examples
     --------
@@ -189,9 +192,85 @@ def saturation(scores, spreads, d_k):
         raise ValueError("spreads must be finite and nonnegative")
     raw = softmax(stretch[:, None] * row)
     scaled = softmax(stretch[:, None] * row / np.sqrt(d_k))
+
+    def rest(weights):
+        others = np.sort(weights, axis=-1)[:, :-1]
+        return others.sum(axis=-1)
+
     return {
         "top_weight_raw": raw.max(axis=-1),
         "top_weight_scaled": scaled.max(axis=-1),
+        "rest_weight_raw": rest(raw),
+        "rest_weight_scaled": rest(scaled),
         "jacobian_norm_raw": softmax_jacobian_norm(raw),
         "jacobian_norm_scaled": softmax_jacobian_norm(scaled),
     }
+
+
+def temperature_sweep(scores, divisors):
+    """Weights and entropy of ``softmax(scores / t)`` for each divisor ``t``.
+
+    Dividing by a larger ``t`` never lowers the entropy and never changes
+    the order of the weights; dividing by ``sqrt(d_k)`` is one such ``t``.
+
+    Returns
+    -------
+    weights : numpy.ndarray, shape (m, n)
+    entropies : numpy.ndarray, shape (m,)
+        In nats.
+
+    Examples
+    --------
+    >>> w, h = temperature_sweep([4, 0, 2, -4], [1.0, 2.0])
+    >>> h.round(3)
+    array([0.444, 0.888])
+    """
+    row = real_array(scores, "scores", min_ndim=1, dtype=np.float64)
+    t = real_array(divisors, "divisors", min_ndim=1, dtype=np.float64)
+    if row.ndim != 1 or t.ndim != 1:
+        raise ValueError(
+            f"scores and divisors must be 1-D, got {row.shape} and {t.shape}"
+        )
+    if not np.isfinite(t).all() or (t <= 0).any():
+        raise ValueError("divisors must be positive and finite")
+    weights = softmax(row[None, :] / t[:, None])
+    return weights, entropy(weights)
+
+
+def shifted_weights(scores, shifts):
+    """``softmax(scores + c)`` for each constant ``c``, one row per shift.
+
+    Every row is the same: softmax sees only differences between scores.
+
+    Examples
+    --------
+    >>> shifted_weights([2, 0, 1, -2], [0, 100]).round(3)
+    array([[0.657, 0.089, 0.242, 0.012],
+           [0.657, 0.089, 0.242, 0.012]])
+    """
+    row = real_array(scores, "scores", min_ndim=1, dtype=np.float64)
+    c = real_array(shifts, "shifts", min_ndim=1, dtype=np.float64)
+    return softmax(row[None, :] + c[:, None])
+
+
+def weight_ratio(scores, i, j):
+    """How the weights of keys ``i`` and ``j`` compare after softmax.
+
+    Softmax weights are proportional to ``exp(score)``, so their ratio
+    depends only on the gap between the two scores:
+    ``w_i / w_j = exp(s_i - s_j)``.
+
+    Returns
+    -------
+    dict of float
+        ``gap`` (``s_i - s_j``) and ``ratio`` (``w_i / w_j``).
+
+    Examples
+    --------
+    >>> r = weight_ratio([2, 0, 1, -2], 0, 2)
+    >>> print(f"gap {r['gap']:g}, ratio {r['ratio']:.3f}")
+    gap 1, ratio 2.718
+    """
+    row = real_array(scores, "scores", min_ndim=1, dtype=np.float64)
+    weights = softmax(row)
+    return {"gap": float(row[i] - row[j]), "ratio": float(weights[i] / weights[j])}
