@@ -1,0 +1,245 @@
+"""Figures for the square-root factor: the random model, its limits, saturation."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .style import (
+    INK,
+    MUTED,
+    SCALED_COLOR,
+    SERIES_COLORS,
+    UNSCALED_COLOR,
+    new_figure,
+    styled,
+)
+
+
+@styled
+def std_vs_width_figure(
+    widths, measured_std, measured_scaled_std, model_std, highlight=None
+):
+    """Measured standard deviation of q·k against ``sqrt(d_k)``, log-log.
+
+    Parameters
+    ----------
+    widths : numpy.ndarray
+    measured_std : numpy.ndarray
+        Monte Carlo standard deviations of ``q·k``, one per width.
+    measured_scaled_std : numpy.ndarray
+        The same for ``q·k / sqrt(d_k)``.
+    model_std : numpy.ndarray
+        The random model's ``sqrt(d_k)``.
+    highlight : int, optional
+        A width to label with its measured value.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    widths = np.asarray(widths)
+    fig, axes = new_figure(7.0, 3.2, ncols=2)
+    raw_ax, scaled_ax = axes
+    raw_ax.plot(
+        widths,
+        np.sqrt(widths),
+        color=MUTED,
+        linewidth=1.5,
+        label=r"$\sqrt{d_k}$ (theory)",
+    )
+    raw_ax.plot(
+        widths,
+        measured_std,
+        "o",
+        color=UNSCALED_COLOR,
+        markersize=6,
+        label="measured, raw q·k",
+    )
+    raw_ax.set_xscale("log", base=2)
+    raw_ax.set_yscale("log", base=2)
+    raw_ax.set_xlabel(r"head width $d_k$")
+    raw_ax.set_ylabel("standard deviation of q·k")
+    raw_ax.set_title(r"Raw scores spread like $\sqrt{d_k}$", loc="left")
+    raw_ax.legend(loc="upper left", fontsize=9)
+    if highlight is not None:
+        i = int(np.flatnonzero(widths == highlight)[0])
+        raw_ax.annotate(
+            f"$d_k$ = {highlight}: {measured_std[i]:.1f}",
+            (widths[i], measured_std[i]),
+            xytext=(0.97, 0.12),
+            textcoords="axes fraction",
+            ha="right",
+            color=INK,
+            arrowprops={"arrowstyle": "-", "color": MUTED},
+        )
+    scaled_ax.axhline(1.0, color=MUTED, linewidth=1.5, label="1 (theory)")
+    scaled_ax.plot(
+        widths,
+        measured_scaled_std,
+        "o",
+        color=SCALED_COLOR,
+        markersize=6,
+        label=r"measured, $q\cdot k / \sqrt{d_k}$",
+    )
+    scaled_ax.set_xscale("log", base=2)
+    scaled_ax.set_ylim(0.8, 1.2)
+    scaled_ax.set_xlabel(r"head width $d_k$")
+    scaled_ax.set_ylabel(r"standard deviation of $q\cdot k / \sqrt{d_k}$")
+    scaled_ax.set_title("Scaled scores stay near 1", loc="left")
+    scaled_ax.legend(loc="upper left", fontsize=9)
+    return fig
+
+
+@styled
+def broken_models_figure(widths, sweep, labels):
+    """Standard deviation of q·k against width when the model's assumptions break.
+
+    Parameters
+    ----------
+    widths : numpy.ndarray
+    sweep : dict
+        The result of :func:`sdpa_ref.model_sweep`.
+    labels : dict of str to str
+        Model name to legend label.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    widths = np.asarray(widths)
+    fig, ax = new_figure(6.4, 3.8)
+    markers = ("o", "s", "^", "D")
+    for i, (name, stats) in enumerate(sweep.items()):
+        color = SERIES_COLORS[i % len(SERIES_COLORS)]
+        ax.plot(widths, stats["exact_std"], color=color, linewidth=1.5)
+        ax.plot(
+            widths,
+            stats["measured_std"],
+            markers[i % len(markers)],
+            color=color,
+            markersize=5,
+            label=labels[name],
+        )
+    ax.plot(widths, widths, color=MUTED, linestyle=":", linewidth=1)
+    ax.annotate(
+        r"slope 1: grows like $d_k$",
+        (widths[-2], widths[-2]),
+        xytext=(-12, 10),
+        textcoords="offset points",
+        ha="right",
+        color=MUTED,
+        fontsize=9,
+    )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel(r"head width $d_k$")
+    ax.set_ylabel("standard deviation of q·k")
+    ax.legend(loc="upper left", fontsize=9)
+    return fig
+
+
+@styled
+def saturation_figure(spreads, curves, d_k):
+    """Top weight and softmax Jacobian norm against the raw scores' spread.
+
+    Parameters
+    ----------
+    spreads : numpy.ndarray
+        Standard deviation of the raw score row.
+    curves : dict
+        The result of :func:`sdpa_ref.saturation`.
+    d_k : int
+        The width whose square root divides the scaled row.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, (top_ax, jac_ax) = new_figure(7.0, 3.2, ncols=2)
+    for ax, key, ylabel in (
+        (top_ax, "top_weight", "largest weight in the row"),
+        (jac_ax, "jacobian_norm", "norm of the softmax Jacobian"),
+    ):
+        ax.plot(
+            spreads,
+            curves[f"{key}_raw"],
+            color=UNSCALED_COLOR,
+            linestyle="--",
+            linewidth=2,
+            label="unscaled",
+        )
+        ax.plot(
+            spreads,
+            curves[f"{key}_scaled"],
+            color=SCALED_COLOR,
+            linewidth=2,
+            label=f"scaled by 1/√{d_k}",
+        )
+        ax.set_xlabel("spread of the raw scores\n(standard deviations)")
+        ax.set_ylabel(ylabel)
+    top_ax.set_ylim(0, 1.02)
+    top_ax.legend(loc="lower right", fontsize=9)
+    jac_ax.set_yscale("log")
+    jac_ax.set_ylim(1e-12, 1)
+    top_ax.set_title("Softmax concentrates ...", loc="left")
+    jac_ax.set_title("... and passes back less gradient", loc="left")
+    return fig
+
+
+@styled
+def entropy_vs_divisor_figure(divisors, entropies, labels, ceiling, marks):
+    """Entropy of softmax(scores / t) against the divisor t, one line per row.
+
+    Parameters
+    ----------
+    divisors : numpy.ndarray
+    entropies : sequence of numpy.ndarray
+        One array per score row.
+    labels : sequence of str
+    ceiling : float
+        ``ln n_k``, drawn as a reference line.
+    marks : dict of str to float
+        Divisors to mark, label to value (for example unscaled at 1).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, ax = new_figure(6.4, 3.4)
+    styles = ("-", "--", "-.", ":")
+    for i, (h, label) in enumerate(zip(entropies, labels, strict=True)):
+        ax.plot(
+            divisors,
+            h,
+            color=SERIES_COLORS[i % len(SERIES_COLORS)],
+            linestyle=styles[i % len(styles)],
+            linewidth=2,
+            label=label,
+        )
+    ax.axhline(ceiling, color=MUTED, linewidth=1, linestyle=":")
+    ax.annotate(
+        f"ceiling ln n_k = {ceiling:.3f} nats",
+        (divisors[0], ceiling),
+        xytext=(2, 4),
+        textcoords="offset points",
+        ha="left",
+        va="bottom",
+        color=MUTED,
+        fontsize=9,
+    )
+    for label, t in marks.items():
+        ax.axvline(t, color=MUTED, linewidth=0.8)
+        ax.annotate(
+            label,
+            (t, 0.02),
+            xytext=(3, 0),
+            textcoords="offset points",
+            fontsize=9,
+            color=MUTED,
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(0, ceiling * 1.12)
+    ax.set_xlabel("divisor t of the scores")
+    ax.set_ylabel("entropy of the weights (nats)")
+    ax.legend(loc="lower right", fontsize=9)
+    return fig
