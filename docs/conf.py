@@ -19,9 +19,9 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx_copybutton",
-    "mathml",
+    "katex_prerender",
 ]
-html_math_renderer = "mathml"
+html_math_renderer = "katex_prerender"
 exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints"]
 nitpicky = True
 # Type fields of the numpy-style docstrings are prose ("array_like, shape

@@ -1,0 +1,88 @@
+"""The pages: thin, every number glued, every figure described."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).parents[1] / "docs"
+PAGES = sorted(p for p in DOCS.glob("*.md") if p.name != "api.md")
+CELL = re.compile(r"```\{code-cell\}[^\n]*\n(.*?)```", re.S)
+ARITHMETIC = (
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.Div,
+    ast.FloorDiv,
+    ast.Pow,
+    ast.MatMult,
+    ast.Mod,
+)
+WORKED_NUMBERS = ("0.444", "0.888", "0.867", "0.657", "1.386", "22.6")
+
+
+def cells(page):
+    for block in CELL.findall(page.read_text()):
+        code = "\n".join(
+            line for line in block.splitlines() if not line.startswith(":tags:")
+        )
+        yield ast.parse(code)
+
+
+def prose(page):
+    text = CELL.sub("", page.read_text())
+    text = re.sub(r"```python\n.*?```", "", text, flags=re.S)  # doctested examples
+    return text
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_pages_compute_nothing_themselves(page):
+    for tree in cells(page):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.BinOp | ast.AugAssign):
+                assert not isinstance(node.op, ARITHMETIC), (
+                    f"{page.name}: arithmetic in a page, line {node.lineno}: "
+                    f"move it into sdpa_ref"
+                )
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_worked_numbers_are_glued_not_typed(page):
+    text = prose(page)
+    for number in WORKED_NUMBERS:
+        assert not re.search(rf"(?<![\d.]){re.escape(number)}(?!\d)", text), (
+            f"{page.name} types {number}; glue it from sdpa_ref"
+        )
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_glued_key_is_defined_and_used(page):
+    source = page.read_text()
+    defined = set(re.findall(r'glue\("([a-z0-9_]+)"', source))
+    used = set(re.findall(r"\{glue:(?:text|md)\}`([a-z0-9_]+)", source))
+    used |= set(re.findall(r"```\{glue:(?:figure|math|md)\} ([a-z0-9_]+)", source))
+    assert used <= defined, f"{page.name} uses undefined keys {used - defined}"
+    assert defined <= used, f"{page.name} glues keys it never shows {defined - used}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_figure_has_alt_text_and_a_caption(page):
+    source = page.read_text()
+    for block in re.findall(r"```\{glue:figure\}.*?```", source, re.S):
+        assert re.search(r"^:alt: \S.{40,}", block, re.M), block[:60]
+        caption = block.split("\n\n", 1)
+        assert len(caption) == 2
+        assert caption[1].strip("`\n ")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_page_skeleton(page):
+    headings = re.findall(r"^## (.+)$", page.read_text(), re.M)
+    assert headings[0] == "What you will learn"
+    assert headings[-1] == "What to read next"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_pages_have_a_jupytext_header(page):
+    assert page.read_text().startswith("---\njupytext:\n")
