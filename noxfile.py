@@ -62,7 +62,15 @@ def docs(session: nox.Session) -> None:
     cached = "--cached" in session.posargs
     # Doctrees go beside the site, not into it: they are pickles with absolute
     # paths, which would make two builds differ and weigh down the upload.
-    args = ["-W", "--keep-going", "-n", "-b", "html", "-d", str(DOCS_SRC / "_build" / "doctrees")]
+    args = [
+        "-W",
+        "--keep-going",
+        "-n",
+        "-b",
+        "html",
+        "-d",
+        str(DOCS_SRC / "_build" / "doctrees"),
+    ]
     if cached:
         args += ["-D", "nb_execution_mode=cache"]
     else:
