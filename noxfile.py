@@ -45,8 +45,13 @@ def build_env() -> dict[str, str]:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Unit, property and doctests of sdpa_ref, and doctests of the prose."""
-    session.install("-e", ".", *group("test"))
+    """Unit, property and doctests, prose doctests, and the site in Chromium.
+
+    The browser tests build the site afresh and drive Debian's chromium. They
+    skip, saying how to install it, where it is missing; REQUIRE_BROWSER=1 (as
+    in CI) makes that a failure.
+    """
+    session.install("-e", ".", *group("test"), *group("docs"))
     session.run("pytest", *session.posargs, env=build_env())
 
 

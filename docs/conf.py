@@ -51,8 +51,10 @@ nb_output_stderr = "warn"
 # -- HTML ---------------------------------------------------------------------
 html_theme = "furo"
 html_title = "Scaled dot-product attention"
-html_static_path = ["_static"]
-html_css_files = ["site.css"]
+# The interactive figure's script and style live with its Python, in figures/.
+html_static_path = ["_static", "../figures/static"]
+html_css_files = ["site.css", "sdpa-widget.css"]
+html_js_files = [("sdpa-widget.js", {"defer": "defer"})]
 html_favicon = "_static/favicon.svg"
 html_last_updated_fmt = None
 html_show_sourcelink = False

@@ -1,0 +1,186 @@
+"""The interactive figure on the landing page, in a real browser."""
+
+import json
+import re
+
+import pytest
+
+from figures import widget
+from sdpa_ref import example
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the browser fixture skips, or fails under REQUIRE_BROWSER=1
+    expect = None
+
+ROOT = '[data-figure="scaled-vs-unscaled"]'
+
+
+def expected(query, width):
+    """What the figure must show, straight from sdpa_ref."""
+    c = example.compare(query, width)
+    return {
+        "raw_weights": [f"{w:.3f}" for w in c.raw_weights],
+        "scaled_weights": [f"{w:.3f}" for w in c.scaled_weights],
+        "raw_entropy": f"{c.raw_entropy:.3f}",
+        "scaled_entropy": f"{c.scaled_entropy:.3f}",
+        "raw_top": f"{c.raw_top_weight:.3f}",
+        "scaled_top": f"{c.scaled_top_weight:.3f}",
+    }
+
+
+def width_radio(page, width):
+    return page.get_by_role("radio", name=re.compile(rf"= {width}$"))
+
+
+def assert_shows(page, query, width):
+    want = expected(query, width)
+    root = page.locator(ROOT)
+    raw, scaled = root.locator(".sdpa-w-panel").all()
+    assert raw.locator("text.sdpa-w-value").all_text_contents() == want["raw_weights"]
+    assert (
+        scaled.locator("text.sdpa-w-value").all_text_contents()
+        == want["scaled_weights"]
+    )
+    assert f"Entropy {want['raw_entropy']} of at most 1.386 nats" in raw.inner_text()
+    assert (
+        f"Entropy {want['scaled_entropy']} of at most 1.386 nats" in scaled.inner_text()
+    )
+    assert f"top weight {want['raw_top']}" in raw.inner_text()
+    assert f"top weight {want['scaled_top']}" in scaled.inner_text()
+    text = root.inner_text()
+    assert want["raw_entropy"] in text
+    assert want["scaled_entropy"] in text
+    expect(
+        page.get_by_role("radio", name=example.QUERY_NAMES[query], exact=True)
+    ).to_be_checked()
+    expect(width_radio(page, width)).to_be_checked()
+
+
+def test_starts_at_q0_width_4_with_the_worked_numbers(open_page):
+    page = open_page()
+    assert_shows(page, 0, 4)
+    text = page.locator(ROOT).inner_text()
+    for number in (
+        "0.444",
+        "0.888",
+        "0.867",
+        "0.657",
+        "[4, 0, 2, −4]",
+        "[2, 0, 1, −2]",
+    ):
+        assert number in text
+
+
+def test_every_query_and_width_matches_sdpa_ref(open_page):
+    page = open_page()
+    for width in example.WIDTHS:
+        width_radio(page, width).click()
+        for query, name in enumerate(example.QUERY_NAMES):
+            page.get_by_role("radio", name=name, exact=True).click()
+            assert_shows(page, query, width)
+            assert page.url.endswith(f"#q={query}&dk={width}")
+
+
+def test_controls_have_the_promised_accessible_names(open_page):
+    page = open_page()
+    for name in example.QUERY_NAMES:
+        expect(page.get_by_role("radio", name=name, exact=True)).to_have_count(1)
+    for width in example.WIDTHS:
+        expect(width_radio(page, width)).to_have_count(1)
+    for legend in ("Query", "Head width"):
+        expect(page.get_by_role("group", name=legend)).to_have_count(1)
+
+
+def test_state_lives_in_the_url_and_survives_a_reload(open_page):
+    page = open_page("index.html#q=2&dk=64")
+    assert_shows(page, 2, 64)
+    page.get_by_role("radio", name="Q1", exact=True).click()
+    assert page.url.endswith("#q=1&dk=64")
+    page.reload()
+    assert_shows(page, 1, 64)
+
+
+@pytest.mark.parametrize(
+    "fragment", ["#q=9&dk=64", "#q=1&dk=5", "#nothing", "#q=x&dk=y"]
+)
+def test_a_bad_link_falls_back_to_the_default(open_page, fragment):
+    page = open_page("index.html" + fragment)
+    assert_shows(page, 0, 4)
+
+
+def test_keyboard_moves_through_the_choices(open_page):
+    page = open_page()
+    page.get_by_role("radio", name="Q0", exact=True).focus()
+    page.keyboard.press("ArrowRight")
+    assert_shows(page, 1, 4)
+    page.keyboard.press("Tab")  # into the width group, onto its checked radio
+    page.keyboard.press("ArrowRight")
+    assert_shows(page, 1, 16)
+    page.keyboard.press("ArrowLeft")
+    assert_shows(page, 1, 4)
+    assert page.url.endswith("#q=1&dk=4")
+
+
+def test_live_region_says_what_changed(open_page):
+    page = open_page()
+    live = page.locator(f"{ROOT} [aria-live=polite]")
+    width_radio(page, 64).click()
+    page.get_by_role("radio", name="Q2", exact=True).click()
+    summary = widget.widget_data()["states"]["2/64"]["summary"]
+    expect(live).to_have_text(summary)
+
+
+def test_fixed_vectors_are_all_shown_even_at_the_widest_head(open_page):
+    page = open_page("index.html#q=3&dk=256", width=390)
+    table = page.locator(f"{ROOT} table.sdpa-w-vectors")
+    query_row = table.locator("tbody tr").first
+    assert query_row.locator("th").inner_text() == "Q3"
+    groups = query_row.locator(".sdpa-w-group").all_inner_texts()
+    assert len(" ".join(groups).split()) == 256
+    # Wrapped, not cut off: nothing overflows the table's box.
+    box = page.locator(f"{ROOT} .sdpa-w-table")
+    assert box.evaluate("el => el.scrollWidth <= el.clientWidth + 1")
+    assert table.locator("tbody tr").count() == 1 + 4 + 4  # query, keys, values
+
+
+def test_without_javascript_the_worked_example_still_shows(open_page):
+    page = open_page(js=False)
+    fallback = page.locator(".sdpa-widget-fallback")
+    expect(fallback).to_be_visible()
+    expect(fallback.locator("img").first).to_be_visible()
+    assert fallback.locator("img").first.get_attribute("alt")
+    table_text = fallback.locator("table").inner_text()
+    for number in ("0.867", "0.657", "0.444", "0.888"):
+        assert number in table_text
+    expect(page.locator(ROOT)).to_be_hidden()
+    expect(page.get_by_role("radio")).to_have_count(0)
+
+
+def test_with_javascript_the_static_fallback_gives_way(open_page):
+    page = open_page()
+    expect(page.locator(".sdpa-widget-fallback")).to_be_hidden()
+    expect(page.locator(ROOT)).to_be_visible()
+
+
+def test_reduced_motion_turns_transitions_off(open_page):
+    page = open_page(reduced_motion="reduce")
+    duration = page.locator(f"{ROOT} .sdpa-w-bar").first.evaluate(
+        "el => getComputedStyle(el).transitionDuration"
+    )
+    assert duration == "0s"
+    moving = (
+        open_page()
+        .locator(f"{ROOT} .sdpa-w-bar")
+        .first.evaluate("el => getComputedStyle(el).transitionDuration")
+    )
+    assert moving != "0s"
+
+
+def test_the_page_carries_exactly_what_sdpa_ref_computes(site):
+    html = (site / "index.html").read_text()
+    match = re.search(
+        r'<script type="application/json" class="sdpa-widget-data">(.*?)</script>', html
+    )
+    assert match, "no figure data in the landing page"
+    assert json.loads(match.group(1).replace("<\\/", "</")) == widget.widget_data()
