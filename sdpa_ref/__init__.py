@@ -5,7 +5,7 @@ and is meant to be read: each function is short, checks its input, and has a
 worked number in its docstring.
 """
 
-from . import example
+from . import example, flash, masks, precision, variants
 from .core import attention, causal_mask, naive_softmax, softmax, tiled_attention
 from .cost import attention_macs, cost_table, kv_cache_bytes, score_bytes
 from .random_model import (
@@ -47,12 +47,15 @@ __all__ = [
     "dot_product_std",
     "entropy",
     "example",
+    "flash",
     "kv_cache_bytes",
+    "masks",
     "max_entropy",
     "measured_score_std",
     "model_sweep",
     "naive_softmax",
     "overflow_threshold",
+    "precision",
     "sample_dot_products",
     "saturation",
     "score_bytes",
@@ -66,6 +69,7 @@ __all__ = [
     "standard_score_row",
     "temperature_sweep",
     "tiled_attention",
+    "variants",
     "weight_ratio",
 ]
 

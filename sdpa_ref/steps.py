@@ -6,6 +6,7 @@ import numpy as np
 
 from ._checks import real_array
 from .core import attention, causal_mask, naive_softmax, softmax
+from .precision import BFLOAT16_MAX
 
 __all__ = ["attention_steps", "overflow_threshold"]
 
@@ -79,11 +80,14 @@ def overflow_threshold(dtype):
 
     Examples
     --------
-    >>> for name in ("float16", "float32", "float64"):
+    >>> for name in ("float16", "bfloat16", "float32", "float64"):
     ...     print(name, f"{overflow_threshold(name):.2f}")
     float16 11.09
+    bfloat16 88.72
     float32 88.72
     float64 709.78
     """
+    if dtype == "bfloat16":  # not a NumPy type; see sdpa_ref.precision
+        return float(np.log(BFLOAT16_MAX))
     info = np.finfo(np.dtype(dtype))
     return float(np.log(np.float64(info.max)))

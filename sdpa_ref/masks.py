@@ -1,0 +1,208 @@
+"""Masks beyond the causal one, and what each convention does to an empty row."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import positive_int, real_array
+from .core import attention, causal_mask, softmax
+from .random_model import SEED
+
+__all__ = [
+    "TUTORIAL_FILL",
+    "as_logits",
+    "count_pairs",
+    "empty_row_outcomes",
+    "masked_fill_attention",
+    "padding_gap",
+    "padding_mask",
+    "pooled_outputs",
+    "sliding_window_mask",
+    "window_pairs",
+]
+
+#: The large negative number several tutorials write into masked logits.
+TUTORIAL_FILL = -1e9
+
+
+def padding_mask(lengths, n):
+    """Boolean key mask for a batch of sequences padded to length ``n``.
+
+    Returns shape ``(batch, 1, n)``: it broadcasts over the queries, and key
+    ``j`` of sequence ``b`` is allowed when ``j < lengths[b]``.
+
+    Examples
+    --------
+    >>> padding_mask([3, 1], 4).astype(int)
+    array([[[1, 1, 1, 0]],
+    <BLANKLINE>
+           [[1, 0, 0, 0]]])
+    """
+    n = positive_int(n, "n")
+    lengths = np.asarray(lengths)
+    valid = lengths.ndim == 1 and lengths.dtype.kind in "iu"
+    if not valid or (lengths < 0).any() or (lengths > n).any():
+        raise ValueError(f"lengths must be integers in 0..{n}, got {lengths.tolist()}")
+    return (np.arange(n)[None, :] < lengths[:, None])[:, None, :]
+
+
+def sliding_window_mask(n, window, align="top_left"):
+    """Causal mask that also forgets keys more than ``window - 1`` steps back.
+
+    Query ``i`` sees keys ``i - window + 1`` to ``i``: local attention as in
+    sparse and sliding-window models.
+
+    Examples
+    --------
+    >>> sliding_window_mask(4, 2).astype(int)
+    array([[1, 0, 0, 0],
+           [1, 1, 0, 0],
+           [0, 1, 1, 0],
+           [0, 0, 1, 1]])
+    """
+    n = positive_int(n, "n")
+    window = positive_int(window, "window")
+    rows, cols = np.arange(n)[:, None], np.arange(n)[None, :]
+    return causal_mask(n, n, align) & (cols > rows - window)
+
+
+def masked_fill_attention(q, k, v, mask, fill=TUTORIAL_FILL):
+    """Attention as several tutorials write it: masked logits replaced by ``fill``.
+
+    ``scores.masked_fill(mask == 0, -1e9)`` puts the same finite number in
+    every forbidden place. In a row with allowed keys that number is so low
+    that those keys get weight 0; in a row with **no** allowed key every
+    logit equals ``fill``, and the softmax spreads the weight evenly over
+    keys that were all supposed to be invisible.
+
+    Examples
+    --------
+    >>> q = np.zeros((1, 2)); k = np.ones((3, 2)); v = np.eye(3)
+    >>> masked_fill_attention(q, k, v, np.array([[False, False, False]])).round(3)
+    array([[0.333, 0.333, 0.333]])
+    """
+    q = real_array(q, "q", min_ndim=2, dtype=np.float64)
+    k = real_array(k, "k", min_ndim=2, dtype=np.float64)
+    v = real_array(v, "v", min_ndim=2, dtype=np.float64)
+    attention(q, k, v)  # the same shape checks as everywhere else
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    scores = np.where(np.asarray(mask, dtype=bool), scores, fill)
+    return softmax(scores) @ v
+
+
+def empty_row_outcomes(q, k, v, mask):
+    """The three answers in use for queries with no allowed key, side by side.
+
+    Returns
+    -------
+    dict of numpy.ndarray
+        ``"nan"`` (the textbook softmax of an all ``-inf`` row),
+        ``"uniform"`` (masked logits replaced by -1e9, as in several
+        tutorials) and ``"zero"`` (PyTorch 2.5 and later, FlashAttention).
+
+    Examples
+    --------
+    >>> q = np.zeros((2, 2)); k = np.ones((2, 2)); v = np.array([[1.0], [3.0]])
+    >>> mask = np.array([[True, True], [False, False]])
+    >>> outcomes = empty_row_outcomes(q, k, v, mask)
+    >>> {name: out[:, 0].tolist() for name, out in outcomes.items()}
+    {'nan': [2.0, nan], 'uniform': [2.0, 2.0], 'zero': [2.0, 0.0]}
+    """
+    return {
+        "nan": attention(q, k, v, mask=mask, empty_rows="nan"),
+        "uniform": masked_fill_attention(q, k, v, mask),
+        "zero": attention(q, k, v, mask=mask, empty_rows="zero"),
+    }
+
+
+def count_pairs(mask):
+    """How many query-key pairs a mask keeps, and the fraction of all pairs.
+
+    Examples
+    --------
+    >>> count_pairs(sliding_window_mask(4, 2))
+    (7, 0.4375)
+    """
+    mask = np.asarray(mask, dtype=bool)
+    kept = int(mask.sum())
+    return kept, kept / mask.size
+
+
+def pooled_outputs(outcomes):
+    """Mean of each convention's outputs over all queries: one pooled vector.
+
+    Pooling is a typical next step (a classifier head, a loss). NaN in any
+    row makes the whole pool NaN; the other conventions give numbers, but
+    only "zero" leaves the empty rows out of the sum.
+
+    Examples
+    --------
+    >>> rows = {"nan": [[1.0], [np.nan]], "zero": [[1.0], [0.0]]}
+    >>> {name: p.tolist() for name, p in pooled_outputs(rows).items()}
+    {'nan': [nan], 'zero': [0.5]}
+    """
+    return {
+        name: np.asarray(out, dtype=np.float64).mean(axis=-2)
+        for name, out in outcomes.items()
+    }
+
+
+def window_pairs(lengths, window):
+    """Pairs a causal sliding window keeps, against full causal attention.
+
+    Returns
+    -------
+    list of dict
+        ``n``, ``causal`` (``n (n + 1) / 2`` pairs), ``window`` (pairs kept)
+        and ``fraction`` (kept over causal).
+
+    Examples
+    --------
+    >>> window_pairs([4], 2)
+    [{'n': 4, 'causal': 10, 'window': 7, 'fraction': 0.7}]
+    """
+    window = positive_int(window, "window")
+    rows = []
+    for length in lengths:
+        n = positive_int(int(length), "lengths")
+        causal = n * (n + 1) // 2
+        kept = causal - (n - window) * (n - window + 1) // 2 if n > window else causal
+        rows.append(
+            {"n": n, "causal": causal, "window": kept, "fraction": kept / causal}
+        )
+    return rows
+
+
+def as_logits(mask):
+    """A boolean mask as the logits it adds: 0 where allowed, ``-inf`` where not.
+
+    Examples
+    --------
+    >>> as_logits([True, False])
+    array([  0., -inf])
+    """
+    return np.where(np.asarray(mask, dtype=bool), 0.0, -np.inf)
+
+
+def padding_gap(lengths, n, d=4, *, seed=SEED):
+    """Padded batch attention against each sequence computed alone, unpadded.
+
+    Returns the largest absolute difference, over all sequences, between the
+    outputs of a sequence's real queries in the padded batch (with
+    :func:`padding_mask`) and the same queries attending to the unpadded keys
+    alone. Zero up to rounding: the mask makes padding invisible.
+
+    Examples
+    --------
+    >>> padding_gap([5, 3], 5) < 1e-15
+    True
+    """
+    mask = padding_mask(lengths, n)
+    rng = np.random.default_rng((seed, n))
+    q, k, v = (rng.standard_normal((len(lengths), n, d)) for _ in range(3))
+    padded = attention(q, k, v, mask=mask)
+    gaps = [
+        np.abs(padded[b] - attention(q[b], k[b, :length], v[b, :length])).max()
+        for b, length in enumerate(lengths)
+    ]
+    return float(max(gaps))
