@@ -8,23 +8,24 @@ from IPython.display import Markdown
 
 def _number(x, fmt="{:.3f}"):
     if isinstance(x, str):
-        return x
+        return x.replace("|", "\\|")  # a bare pipe would split the column
     if np.isneginf(x):
         return "−∞"
     return fmt.format(x).replace("-", "−")
 
 
 def markdown_table(header, rows, align=None):
-    """A Markdown table; numbers are formatted by the caller or with 3 decimals.
+    r"""A Markdown table; numbers are formatted by the caller or with 3 decimals.
 
     Examples
     --------
-    >>> print(markdown_table(["a", "b"], [["x", 0.5]]))
-    | a | b |
+    >>> print(markdown_table(["a", "|b|"], [["x", 0.5]]))
+    | a | \|b\| |
     | :-- | --: |
     | x | 0.500 |
     """
     align = align or [":--"] + ["--:"] * (len(header) - 1)
+    header = [_number(h) for h in header]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
     lines += ["| " + " | ".join(_number(x) for x in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -153,3 +154,171 @@ def coordinate_labels(n):
     ['coordinate 1', 'coordinate 2']
     """
     return [f"coordinate {i}" for i in range(1, n + 1)]
+
+
+def cost_markdown(rows):
+    """The cost table of :func:`sdpa_ref.cost_table`, 16-bit scores."""
+    return markdown_table(
+        ["sequence length n", "multiply-adds", "scores of one head", "growth"],
+        [
+            [
+                f"{r['n']:,}",
+                human_count(r["macs"]),
+                human_bytes(r["score_bytes"]),
+                f"{r['macs_growth']:,.0f}×",
+            ]
+            for r in rows
+        ],
+    )
+
+
+def memory_markdown(rows):
+    """The measured memory of :func:`sdpa_ref.flash.memory_sweep`."""
+    return markdown_table(
+        [
+            "n",
+            "dense attention",
+            "tiled attention",
+            "one n × n float64 matrix",
+            "dense / tiled",
+            "max |dense − tiled|",
+        ],
+        [
+            [
+                f"{r['n']:,}",
+                human_bytes(r["dense_bytes"]),
+                human_bytes(r["tiled_bytes"]),
+                human_bytes(r["score_bytes"]),
+                f"{r['memory_ratio']:.1f}×",
+                f"{r['max_abs_diff']:.1e}",
+            ]
+            for r in rows
+        ],
+    )
+
+
+def online_trace_markdown(trace):
+    """The steps of :func:`sdpa_ref.flash.online_softmax_trace`, one row per block."""
+    return markdown_table(
+        [
+            "block",
+            "keys",
+            "block max",
+            "m before",
+            "m after",
+            "rescale e^(m before − m after)",
+            "running sum ℓ",
+            "accumulator a",
+        ],
+        [
+            [
+                str(i),
+                f"{s['first_key']}–{s['last_key']}",
+                _number(s["block_max"], "{:g}"),
+                _number(s["max_before"], "{:g}"),
+                _number(s["max_after"], "{:g}"),
+                s["rescale"],
+                s["sum"],
+                vector(s["acc"], "{:.3f}"),
+            ]
+            for i, s in enumerate(trace, start=1)
+        ],
+    )
+
+
+def hbm_markdown(rows):
+    """HBM accesses from :func:`sdpa_ref.flash.hbm_accesses`, one row per (N, M)."""
+    return markdown_table(
+        [
+            "N",
+            "on-chip memory M (elements)",
+            "standard, N d + N²",
+            "tiled, N² d² / M",
+            "standard / tiled",
+        ],
+        [
+            [
+                f"{r['n']:,}",
+                f"{r['m']:,}",
+                human_count(r["standard"]),
+                human_count(r["flash"]),
+                f"{r['ratio']:.1f}×",
+            ]
+            for r in rows
+        ],
+    )
+
+
+def outcomes_markdown(outcomes, pooled, row_labels):
+    """Each empty-row convention's outputs, per query, and pooled over queries."""
+    names = list(outcomes)
+    rows = [
+        [label, *(vector(outcomes[name][i], "{:.2f}") for name in names)]
+        for i, label in enumerate(row_labels)
+    ]
+    rows.append(
+        ["mean over queries", *(vector(pooled[name], "{:.2f}") for name in names)]
+    )
+    return markdown_table(["query", *names], rows, align=[":--"] * (len(names) + 1))
+
+
+def precision_markdown(rows, dtypes):
+    """Errors of :func:`sdpa_ref.precision.precision_sweep`; NaN reads "breaks"."""
+
+    def cell(err):
+        return "breaks (inf or NaN)" if np.isnan(err) else f"{err:.1e}"
+
+    header = ["largest logit"]
+    for dtype in dtypes:
+        header += [f"{dtype}, naive", f"{dtype}, max subtracted"]
+    body = [
+        [
+            f"{r['top']:g}",
+            *(cell(r[(d, kind)]) for d in dtypes for kind in ("naive", "stable")),
+        ]
+        for r in rows
+    ]
+    return markdown_table(header, body)
+
+
+def kv_markdown(rows):
+    """KV-cache sizes of :func:`sdpa_ref.variants.kv_cache_table`."""
+    return markdown_table(
+        [
+            "model",
+            "layers",
+            "query heads",
+            "key/value heads",
+            "head width",
+            "KV cache per sequence",
+            "vs. multi-head",
+        ],
+        [
+            [
+                r["model"],
+                str(r["layers"]),
+                str(r["q_heads"]),
+                str(r["kv_heads"]),
+                str(r["head_dim"]),
+                human_bytes(r["bytes"]),
+                f"{r['vs_multi_head']:.3f}",
+            ]
+            for r in rows
+        ],
+    )
+
+
+def window_markdown(rows):
+    """Pairs kept by a sliding window, from :func:`sdpa_ref.masks.window_pairs`."""
+    return markdown_table(
+        ["n", "causal pairs", "pairs in the window", "fraction kept"],
+        [
+            [
+                f"{r['n']:,}",
+                f"{r['causal']:,}",
+                f"{r['window']:,}",
+                f"{r['fraction']:.4f}",
+            ]
+            for r in rows
+        ],
+    )

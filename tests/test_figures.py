@@ -166,3 +166,9 @@ def test_figures_never_import_pyplot():
     assert not re.search(
         r"import matplotlib\.pyplot|from matplotlib import pyplot", source
     )
+
+
+def test_markdown_tables_escape_pipes_so_columns_hold():
+    text = tables.markdown_table(["n", "max |a − b|"], [["1", "|x|"]])
+    for line in text.splitlines():
+        assert line.replace("\\|", "").count("|") == 3
