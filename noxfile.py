@@ -127,5 +127,16 @@ def parity(session: nox.Session) -> None:
     session.run("pytest", "tests/test_parity_torch.py", *session.posargs, env=env)
 
 
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Speed and memory against the targets, printed as ratios side by side.
+
+    Uses the built site for the figure's update time if one exists (run
+    ``nox -s docs`` first); otherwise that row is skipped.
+    """
+    session.install("-e", ".", "torch==2.13.0", "playwright>=1.45")
+    session.run("python", "benchmarks/bench.py", *session.posargs, env=build_env())
+
+
 if os.environ.get("CI"):
     nox.options.error_on_missing_interpreters = True

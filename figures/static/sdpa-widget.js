@@ -119,17 +119,19 @@
     };
   }
 
-  function vectorTable(data, state, query, width) {
+  function vectorRow(name, groups, n) {
+    return h("tr", {}, [h("th", { scope: "row", text: name }),
+      h("td", {}, groups.map(function (g) { return h("span", { class: "sdpa-w-group", text: g }); })),
+      h("td", { text: String(n) })]);
+  }
+
+  // One table per width, built on first use; a query change swaps one row.
+  function vectorTable(data, query, width) {
     var v = data.vectors[String(width)], rows = [];
-    function row(name, groups, n) {
-      return h("tr", {}, [h("th", { scope: "row", text: name }),
-        h("td", {}, groups.map(function (g) { return h("span", { class: "sdpa-w-group", text: g }); })),
-        h("td", { text: String(n) })]);
-    }
-    rows.push(row(data.queries[query], v.queries[query], width));
-    v.keys.forEach(function (k, j) { rows.push(row(data.keys[j], k, width)); });
+    rows.push(vectorRow(data.queries[query], v.queries[query], width));
+    v.keys.forEach(function (k, j) { rows.push(vectorRow(data.keys[j], k, width)); });
     data.value_groups.forEach(function (groups, j) {
-      rows.push(row("v of " + data.keys[j], groups, 2));
+      rows.push(vectorRow("v of " + data.keys[j], groups, 2));
     });
     return h("table", { class: "sdpa-w-vectors" }, [
       h("caption", { text: "The fixed vectors at dₖ = " + width + ", coordinates in groups of " +
@@ -167,6 +169,7 @@
     root.appendChild(tableBox);
 
     var current = readHash(data) || data.default;
+    var tables = {}; // one table per width, built on first use
     function show(next, announce) {
       current = next;
       var state = data.states[next.query + "/" + next.width];
@@ -178,7 +181,11 @@
       plane.draw(state);
       outputs.textContent = "Outputs: unscaled " + state.raw.output_label + ", scaled " +
         state.scaled.output_label + ". Each is a weighted average of the values, inside their hull.";
-      tableBox.replaceChildren(vectorTable(data, state, next.query, next.width));
+      var table = tables[next.width] || (tables[next.width] = vectorTable(data, next.query, next.width));
+      var body = table.querySelector("tbody");
+      body.replaceChild(vectorRow(data.queries[next.query],
+        data.vectors[String(next.width)].queries[next.query], next.width), body.firstChild);
+      if (tableBox.firstChild !== table) tableBox.replaceChildren(table);
       if (announce) live.textContent = state.summary;
       history.replaceState(null, "", "#q=" + next.query + "&dk=" + next.width);
     }
