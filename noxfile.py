@@ -88,6 +88,65 @@ def docs(session: nox.Session) -> None:
     session.log(f"The site is at {DOCS_OUT / 'index.html'}")
 
 
+@nox.session(reuse_venv=True)
+def reproducible(session: nox.Session) -> None:
+    """Build the committed site twice, in two different folders, and diff them.
+
+    Each copy of the tracked files is built with its own sdpa_ref and figures
+    first on the path, so an absolute path that leaked into the output would
+    show up as a difference. Every published file must be byte-identical.
+    """
+    session.install("-e", ".", *group("docs"))
+    tracked = (
+        subprocess.run(
+            ["git", "ls-files", "-z"], capture_output=True, check=True, cwd=ROOT
+        )
+        .stdout.decode()
+        .split("\0")
+    )
+    tmp = Path(session.create_tmp())
+    builds = []
+    for folder in ("first", "second/one/level/deeper"):
+        src = tmp / folder / "sdpa-ref"
+        shutil.rmtree(tmp / folder.split("/")[0], ignore_errors=True)
+        for name in filter(None, tracked):
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, src / name)
+        out = src / "docs" / "_build"
+        env = build_env() | {"PYTHONPATH": str(src)}
+        session.run(
+            "sphinx-build",
+            "-q",
+            "-W",
+            "--keep-going",
+            "-n",
+            "-b",
+            "html",
+            "-d",
+            str(out / "doctrees"),
+            str(src / "docs"),
+            str(out / "html"),
+            env=env,
+        )
+        builds.append(out / "html")
+    first, second = (
+        {p.relative_to(b): p for b in [build] for p in b.rglob("*") if p.is_file()}
+        for build in builds
+    )
+    problems = sorted(str(p) for p in set(first) ^ set(second))
+    problems += sorted(
+        str(p)
+        for p in set(first) & set(second)
+        if first[p].read_bytes() != second[p].read_bytes()
+    )
+    leaks = sorted(str(p) for p in first if str(tmp).encode() in first[p].read_bytes())
+    if problems or leaks:
+        session.error(f"builds differ in {problems[:20]}; build paths in {leaks[:20]}")
+    session.log(
+        f"{len(first)} files, byte-identical in both builds; no build path in any"
+    )
+
+
 @nox.session(python=False)
 def serve(session: nox.Session) -> None:
     """Serve the built site on http://127.0.0.1:8000 (build it with docs first)."""

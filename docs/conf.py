@@ -20,6 +20,7 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx_copybutton",
     "katex_prerender",
+    "a11y",
 ]
 html_math_renderer = "katex_prerender"
 exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints"]

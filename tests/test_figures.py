@@ -120,8 +120,13 @@ def test_heatmap_text_keeps_contrast_on_every_cell(value):
 @pytest.mark.parametrize(
     "color", [*style.KEY_COLORS, style.UNSCALED_COLOR, style.SCALED_COLOR]
 )
-def test_palette_has_graphics_contrast_on_white(color):
-    assert contrast(color, "white") >= 3.0
+@pytest.mark.parametrize(
+    "background",
+    # white figure cards; Furo's light panel grey; its dark background and panel
+    ["#ffffff", "#f8f9fb", "#131416", "#1a1c1e"],
+)
+def test_palette_has_graphics_contrast_on_every_background(color, background):
+    assert contrast(color, background) >= 3.0
 
 
 def test_key_colors_are_distinct():
@@ -172,3 +177,22 @@ def test_markdown_tables_escape_pipes_so_columns_hold():
     text = tables.markdown_table(["n", "max |a − b|"], [["1", "|x|"]])
     for line in text.splitlines():
         assert line.replace("\\|", "").count("|") == 3
+
+
+def test_svg_shortening_keeps_every_number_close():
+    import io
+
+    import matplotlib as mpl
+
+    number = re.compile(rb"-?\d+(?:\.\d+)?")
+    # Fresh figures for each side: a second save of one Figure re-runs its
+    # constrained layout, which moves the axes a little.
+    for fig, twin in zip(all_figures().values(), all_figures().values(), strict=True):
+        raw = io.BytesIO()
+        with mpl.rc_context(style.RC):
+            twin.savefig(raw, format="svg", metadata={"Date": None, "Creator": None})
+        after = [float(x) for x in number.findall(style.svg_bytes(fig))]
+        unshortened = [float(x) for x in number.findall(raw.getvalue())]
+        assert len(after) == len(unshortened)
+        for a, b in zip(after, unshortened, strict=True):
+            assert abs(a - b) <= max(0.005, 1e-3 * abs(b)), (a, b)

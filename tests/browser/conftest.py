@@ -154,14 +154,21 @@ def open_page(browser, server):
     problems = PageProblems()
 
     def route(r):
-        if urlparse(r.request.url).hostname == "127.0.0.1":
+        url = urlparse(r.request.url)
+        if url.hostname == "127.0.0.1" or url.scheme in ("file", "data", "blob"):
             r.continue_()
         else:
             problems.foreign_requests.append(r.request.url)
             r.abort()
 
     def opener(
-        path="index.html", *, js=True, width=1280, height=900, **context_options
+        path="index.html",
+        *,
+        js=True,
+        width=1280,
+        height=900,
+        base=None,
+        **context_options,
     ):
         context = browser.new_context(
             viewport={"width": width, "height": height},
@@ -179,7 +186,7 @@ def open_page(browser, server):
         page.on(
             "response", lambda r: r.status == 404 and problems.not_found.append(r.url)
         )
-        page.goto(server + path)
+        page.goto((base or server) + path)
         return page
 
     opener.problems = problems
@@ -187,3 +194,20 @@ def open_page(browser, server):
     for context in contexts:
         context.close()
     problems.assert_clean()
+
+
+PAGE_WEIGHTS: dict[str, int] = {}
+
+
+@pytest.fixture(scope="session")
+def page_weights():
+    """Bytes transferred by each page, reported at the end of the run."""
+    return PAGE_WEIGHTS
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not PAGE_WEIGHTS:
+        return
+    terminalreporter.section("page weights (all requests of a page load)")
+    for name, size in sorted(PAGE_WEIGHTS.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{name:<24} {size / 1000:8.1f} kB")

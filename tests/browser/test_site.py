@@ -1,0 +1,225 @@
+"""Every page of the built site, checked the way readers and maintainers meet it."""
+
+from __future__ import annotations
+
+import itertools
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlparse
+
+import pytest
+
+try:
+    from axe_playwright_python.sync_playwright import Axe
+except ImportError:  # the browser fixture skips, or fails under REQUIRE_BROWSER=1
+    Axe = None
+
+MAX_PAGE_BYTES = 600_000
+IMAGES_WITHOUT_ALT = (
+    "els => els.filter(e => !(e.getAttribute('alt') || '').trim()).map(e => e.src)"
+)
+HEADINGS = "article h1, article h2, article h3, article h4, article h5, article h6"
+SIDEWAYS_OVERFLOW = (
+    "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+)
+WIDGET_CONTRAST = """() => {
+    const lum = c => {
+        const [r, g, b] = c.match(/[\\d.]+/g).slice(0, 3).map(x => x / 255)
+            .map(x => x <= 0.04045 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4);
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    const ratio = (a, b) => {
+        const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
+        return (hi + 0.05) / (lo + 0.05);
+    };
+    const style = sel => getComputedStyle(document.querySelector(sel));
+    const panel = style('.sdpa-w-panel').backgroundColor;
+    const bars = Array.from(document.querySelectorAll('.sdpa-w-bar')).slice(0, 4)
+        .map(b => ratio(getComputedStyle(b).fill, panel));
+    return {bars, text: ratio(style('.sdpa-w-stats').color, panel)};
+}"""
+RAW_TEX = ("\\frac", "$$", "\\sqrt", "\\operatorname", "\\begin{", "\\left")
+SERIOUS = {"serious", "critical"}
+
+
+def pages(site: Path) -> list[str]:
+    """Every HTML page of the built site, found by walking it."""
+    found = sorted(str(p.relative_to(site)) for p in site.rglob("*.html"))
+    assert "index.html" in found
+    return found
+
+
+class _Anchors(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids, self.links = set(), []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for key in ("id", "name"):
+            if attrs.get(key):
+                self.ids.add(attrs[key])
+        if tag == "a" and attrs.get("href"):
+            self.links.append(attrs["href"])
+
+
+def test_site_has_the_pages_of_the_text_and_beyond(site):
+    names = set(pages(site))
+    for page in (
+        "index",
+        "formula",
+        "similarity",
+        "scaling",
+        "steps",
+        "api",
+        "cost",
+        "flash",
+        "masks",
+        "precision",
+        "variants",
+    ):
+        assert f"{page}.html" in names
+
+
+def test_internal_links_and_anchors_resolve(site):
+    parsed = {}
+    for name in pages(site):
+        parser = _Anchors()
+        parser.feed((site / name).read_text(encoding="utf-8"))
+        parsed[name] = parser
+    broken = []
+    for name, parser in parsed.items():
+        for href in parser.links:
+            target = urlparse(urljoin(f"http://site/{name}", href))
+            if (
+                urlparse(href).scheme in ("http", "https", "mailto")
+                or target.netloc != "site"
+            ):
+                continue
+            path = unquote(target.path.lstrip("/")) or "index.html"
+            if path.endswith("/"):
+                path += "index.html"
+            if not (site / path).exists():
+                broken.append(f"{name}: {href} (no {path})")
+            elif (
+                target.fragment
+                and path.endswith(".html")
+                and target.fragment not in parsed[path].ids
+            ):
+                broken.append(f"{name}: {href} (no #{target.fragment} in {path})")
+    assert not broken, "\n".join(broken)
+
+
+def page_problems(name, page):
+    """Alt text, raw TeX and the heading outline of one loaded page."""
+    problems = [
+        f"{name}: image without alt text: {src}"
+        for src in page.eval_on_selector_all("img", IMAGES_WITHOUT_ALT)
+    ]
+    unnamed = page.eval_on_selector_all(
+        "svg[role=img]", "els => els.filter(e => !e.getAttribute('aria-label')).length"
+    )
+    if unnamed:
+        problems.append(f"{name}: {unnamed} svg role=img without aria-label")
+    text = page.inner_text("body")
+    problems += [
+        f"{name}: raw TeX {tex!r} is visible" for tex in RAW_TEX if tex in text
+    ]
+    levels = page.eval_on_selector_all(
+        HEADINGS, "els => els.map(e => Number(e.tagName[1]))"
+    )
+    if levels and (levels[0] != 1 or levels.count(1) != 1):
+        problems.append(f"{name}: headings {levels[:6]}: need exactly one h1, first")
+    for before, after in itertools.pairwise(levels):
+        if after > before + 1:
+            problems.append(f"{name}: heading outline skips from h{before} to h{after}")
+            break
+    return problems
+
+
+def transferred_bytes(page):
+    """Reload the page and add up every response it needed, headers included."""
+    finished = []
+
+    def record(request, finished=finished):
+        finished.append(request)
+
+    page.on("requestfinished", record)
+    page.reload(wait_until="networkidle")
+    sizes = [request.sizes() for request in finished]
+    return sum(s["responseBodySize"] + s["responseHeadersSize"] for s in sizes)
+
+
+def test_every_page_loads_cleanly_and_stays_light(site, open_page, page_weights):
+    """Console, foreign hosts and 404s are checked by open_page; the rest here."""
+    problems = []
+    for name in pages(site):
+        page = open_page(name)
+        total = page_weights[name] = transferred_bytes(page)
+        if total > MAX_PAGE_BYTES:
+            problems.append(
+                f"{name}: {total / 1000:.0f} kB transferred, over the budget"
+            )
+        problems += page_problems(name, page)
+        page.context.close()
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_no_serious_accessibility_violations(site, open_page, scheme):
+    axe = Axe()
+    found = []
+    for name in pages(site):
+        page = open_page(name, color_scheme=scheme)
+        results = axe.run(page)
+        for violation in results.response["violations"]:
+            if violation["impact"] in SERIOUS:
+                targets = [n["target"] for n in violation["nodes"]][:3]
+                rule, impact = violation["id"], violation["impact"]
+                found.append(f"{name} [{scheme}]: {rule} ({impact}): {targets}")
+        page.context.close()
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_widget_graphics_contrast_in_both_themes(open_page, scheme):
+    page = open_page(color_scheme=scheme)
+    ratios = page.evaluate(WIDGET_CONTRAST)
+    assert min(ratios["bars"]) >= 3.0, ratios
+    assert ratios["text"] >= 4.5, ratios
+
+
+def test_pages_print_cleanly(site, open_page):
+    problems = []
+    for name in pages(site):
+        page = open_page(name)
+        page.emulate_media(media="print")
+        overflow = page.evaluate(SIDEWAYS_OVERFLOW)
+        if overflow > 1:
+            problems.append(f"{name}: printed page overflows sideways by {overflow}px")
+        pdf = page.pdf(format="A4")
+        if not pdf.startswith(b"%PDF"):
+            problems.append(f"{name}: no PDF")
+        page.context.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_printing_the_landing_page_shows_the_static_figure(open_page):
+    page = open_page()
+    page.emulate_media(media="print")
+    assert page.locator(".sdpa-widget-fallback").is_visible()
+    assert not page.locator('[data-figure="scaled-vs-unscaled"]').is_visible()
+
+
+def test_site_works_opened_from_disk(site, open_page):
+    page = open_page("index.html#q=2&dk=16", base=site.resolve().as_uri() + "/")
+    radio = page.get_by_role("radio", name="Q2", exact=True)
+    assert radio.is_checked()
+    assert page.evaluate("document.fonts.check('16px KaTeX_Main')")
+    page.wait_for_function("document.fonts.status === 'loaded'")
+    loaded = page.evaluate(
+        "[...document.fonts].filter(f => f.status === 'loaded').map(f => f.family)"
+    )
+    assert any("KaTeX" in family for family in loaded)
+    other = open_page("scaling.html", base=site.resolve().as_uri() + "/")
+    assert "22.6" in other.inner_text("body")
