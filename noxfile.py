@@ -43,6 +43,28 @@ def build_env() -> dict[str, str]:
     }
 
 
+def sphinx_build(session, src: Path, out: Path, *options: str, env=None) -> None:
+    """Build the HTML site, failing on any warning.
+
+    Doctrees go beside the site, not into it: they are pickles with absolute
+    paths, which would make two builds differ and weigh down the upload.
+    """
+    session.run(
+        "sphinx-build",
+        "-W",
+        "--keep-going",
+        "-n",
+        "-b",
+        "html",
+        "-d",
+        str(out / "doctrees"),
+        *options,
+        str(src),
+        str(out / "html"),
+        env=env or build_env(),
+    )
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """Unit, property and doctests, prose doctests, and the site in Chromium.
@@ -65,23 +87,11 @@ def docs(session: nox.Session) -> None:
     """
     session.install("-e", ".", *group("docs"))
     cached = "--cached" in session.posargs
-    # Doctrees go beside the site, not into it: they are pickles with absolute
-    # paths, which would make two builds differ and weigh down the upload.
-    args = [
-        "-W",
-        "--keep-going",
-        "-n",
-        "-b",
-        "html",
-        "-d",
-        str(DOCS_SRC / "_build" / "doctrees"),
-    ]
-    if cached:
-        args += ["-D", "nb_execution_mode=cache"]
-    else:
+    options = ["-D", "nb_execution_mode=cache"] if cached else []
+    if not cached:
         shutil.rmtree(DOCS_SRC / "_build", ignore_errors=True)
     start = time.perf_counter()
-    session.run("sphinx-build", *args, str(DOCS_SRC), str(DOCS_OUT), env=build_env())
+    sphinx_build(session, DOCS_SRC, DOCS_SRC / "_build", *options)
     seconds = time.perf_counter() - start
     kind = "cached" if cached else "cold"
     session.log(f"{kind} build took {seconds:.1f} s")
@@ -113,20 +123,8 @@ def reproducible(session: nox.Session) -> None:
             (src / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, src / name)
         out = src / "docs" / "_build"
-        env = build_env() | {"PYTHONPATH": str(src)}
-        session.run(
-            "sphinx-build",
-            "-q",
-            "-W",
-            "--keep-going",
-            "-n",
-            "-b",
-            "html",
-            "-d",
-            str(out / "doctrees"),
-            str(src / "docs"),
-            str(out / "html"),
-            env=env,
+        sphinx_build(
+            session, src / "docs", out, "-q", env=build_env() | {"PYTHONPATH": str(src)}
         )
         builds.append(out / "html")
     first, second = (
