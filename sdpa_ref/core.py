@@ -128,7 +128,7 @@ def causal_mask(n_q, n_k, align="top_left"):
     """
     n_q = nonnegative_int(n_q, "n_q")
     n_k = nonnegative_int(n_k, "n_k")
-    return _causal_block(n_q, n_k, 0, n_k, _causal_offset(n_q, n_k, align))
+    return _causal_block(n_q, 0, n_k, _causal_offset(n_q, n_k, align))
 
 
 def _causal_offset(n_q: int, n_k: int, align) -> int:
@@ -137,9 +137,8 @@ def _causal_offset(n_q: int, n_k: int, align) -> int:
     return 0 if align == "top_left" else n_k - n_q
 
 
-def _causal_block(n_q: int, n_k: int, start: int, stop: int, offset: int):
+def _causal_block(n_q: int, start: int, stop: int, offset: int):
     """Columns ``start:stop`` of a causal mask; never builds the full mask."""
-    del n_k  # the block is defined by its columns alone
     rows = np.arange(n_q)[:, None]
     cols = np.arange(start, stop)[None, :]
     return cols <= rows + offset
@@ -173,9 +172,7 @@ class _Problem:
             else:
                 scores += block
         if self.causal_offset is not None:
-            allowed = _causal_block(
-                scores.shape[-2], self.n_k, start, stop, self.causal_offset
-            )
+            allowed = _causal_block(scores.shape[-2], start, stop, self.causal_offset)
             np.copyto(scores, -np.inf, where=~allowed)
 
 
