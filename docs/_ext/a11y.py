@@ -4,10 +4,15 @@ Sphinx writes a toctree's caption as ``<p role="heading">`` without the
 ``aria-level`` that a heading role requires (axe: aria-required-attr,
 critical). The sidebar's captions are section headings of the navigation,
 so they get level 2.
+
+Furo wraps each table in a ``div.table-wrapper`` that scrolls sideways on a
+narrow screen; a scrolling region must be reachable by keyboard (axe:
+scrollable-region-focusable, serious), so the wrappers get ``tabindex="0"``.
 """
 
 from __future__ import annotations
 
+from docutils import nodes
 from sphinx import addnodes
 from sphinx.writers.html5 import HTML5Translator
 
@@ -31,4 +36,22 @@ class AccessibleTranslator(HTML5Translator):
 
 def setup(app):
     app.set_translator("html", AccessibleTranslator, override=True)
+    # Containers are drawn by a handler that MyST-Parser registers on the
+    # translator instance, so a subclass method would never run: wrap that
+    # handler instead, and leave every other container to it.
+    inner = app.registry.translation_handlers.get("html", {}).get("container")
+    inner_visit, inner_depart = inner or (
+        HTML5Translator.visit_container,
+        HTML5Translator.depart_container,
+    )
+
+    def visit_container(self, node):
+        if "table-wrapper" in node["classes"]:
+            self.body.append(
+                self.starttag(node, "div", CLASS="docutils container", tabindex="0")
+            )
+        else:
+            inner_visit(self, node)
+
+    app.add_node(nodes.container, override=True, html=(visit_container, inner_depart))
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -115,7 +115,8 @@ def visit_math(self, node):
 
 
 def visit_displaymath(self, node):
-    self.body.append(self.starttag(node, "div", CLASS="math"))
+    # A wide formula scrolls sideways on a phone; keyboards must reach it.
+    self.body.append(self.starttag(node, "div", CLASS="math", tabindex="0"))
     self.body.append(_html(self, node, display=True) + "</div>\n")
     raise nodes.SkipNode
 

@@ -165,18 +165,22 @@ def test_every_page_loads_cleanly_and_stays_light(site, open_page, page_weights)
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_no_serious_accessibility_violations(site, open_page, scheme):
+@pytest.mark.parametrize(
+    ("scheme", "width"), [("light", 1280), ("dark", 1280), ("light", 390)]
+)
+def test_no_serious_accessibility_violations(site, open_page, scheme, width):
     axe = Axe()
     found = []
     for name in pages(site):
-        page = open_page(name, color_scheme=scheme)
+        page = open_page(name, color_scheme=scheme, width=width)
         results = axe.run(page)
         for violation in results.response["violations"]:
             if violation["impact"] in SERIOUS:
                 targets = [n["target"] for n in violation["nodes"]][:3]
                 rule, impact = violation["id"], violation["impact"]
-                found.append(f"{name} [{scheme}]: {rule} ({impact}): {targets}")
+                found.append(
+                    f"{name} [{scheme}, {width}px]: {rule} ({impact}): {targets}"
+                )
         page.context.close()
     assert not found, "\n".join(found)
 
