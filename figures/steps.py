@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib import colormaps, patheffects
-from matplotlib.colors import Normalize, to_rgb
+from matplotlib.colors import Normalize
 from matplotlib.patches import Rectangle
 
-from .style import HEATMAP_CMAP, new_figure, styled
+from .style import HEATMAP_CMAP, contrast_ratio, new_figure, styled
 
 
 @styled
@@ -75,22 +75,8 @@ def heatmap_figure(
     return fig
 
 
-def _luminance(color):
-    """WCAG relative luminance of a colour."""
-    channels = [
-        c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-        for c in to_rgb(color)
-    ]
-    return 0.2126 * channels[0] + 0.7152 * channels[1] + 0.0722 * channels[2]
-
-
 DARK_INK = "#1a1a1a"
 TEXT_CONTRAST = 4.5  # WCAG AA for normal text
-
-
-def _contrast(a, b):
-    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
-    return (hi + 0.05) / (lo + 0.05)
 
 
 def _ink_on(background):
@@ -99,7 +85,10 @@ def _ink_on(background):
     Mid-grey cells (luminance near 0.18) reach 4.5:1 with neither, so there
     the text gets a thin halo of the other ink, which then is its background.
     """
-    dark, light = _contrast(DARK_INK, background), _contrast("white", background)
+    dark, light = (
+        contrast_ratio(DARK_INK, background),
+        contrast_ratio("white", background),
+    )
     color, halo = ("white", DARK_INK) if light > dark else (DARK_INK, "white")
     style = {"color": color}
     if max(dark, light) < TEXT_CONTRAST:

@@ -17,6 +17,7 @@ import re
 
 import matplotlib as mpl
 from IPython.display import SVG
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
 #: One colour per key, the same in every figure and in the interactive one.
@@ -56,6 +57,27 @@ RC = {
 }
 
 
+def relative_luminance(color):
+    """WCAG relative luminance of a colour."""
+    channels = [
+        c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+        for c in to_rgb(color)
+    ]
+    return 0.2126 * channels[0] + 0.7152 * channels[1] + 0.0722 * channels[2]
+
+
+def contrast_ratio(a, b):
+    """WCAG contrast ratio of two colours, from 1 to 21.
+
+    Examples
+    --------
+    >>> round(contrast_ratio("#000000", "#ffffff"), 1)
+    21.0
+    """
+    hi, lo = sorted((relative_luminance(a), relative_luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
 def styled(builder):
     """Run a figure builder inside the house style.
 
@@ -74,14 +96,12 @@ def styled(builder):
 def new_figure(
     width: float = 7.0, height: float = 3.0, **subplots
 ) -> tuple[Figure, object]:
-    """A white, constrained-layout figure with the house style, and its axes.
+    """A constrained-layout figure and its axes, for builders wrapped in :func:`styled`.
 
     No pyplot: the figure belongs to no global state and needs no backend.
     """
-    with mpl.rc_context(RC):
-        fig = Figure(figsize=(width, height), layout="constrained")
-        axes = fig.subplots(**subplots) if subplots else fig.add_subplot()
-    return fig, axes
+    fig = Figure(figsize=(width, height), layout="constrained")
+    return fig, (fig.subplots(**subplots) if subplots else fig.add_subplot())
 
 
 _LONG_DECIMAL = re.compile(rb"-?\d+\.\d{3,}")

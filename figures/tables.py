@@ -6,7 +6,8 @@ import numpy as np
 from IPython.display import Markdown
 
 
-def _number(x, fmt="{:.3f}"):
+def number(x, fmt="{:.3f}"):
+    """A table cell: typographic minus, ``−∞`` for -inf, pipes escaped in labels."""
     if isinstance(x, str):
         return x.replace("|", "\\|")  # a bare pipe would split the column
     if np.isneginf(x):
@@ -25,9 +26,9 @@ def markdown_table(header, rows, align=None):
     | x | 0.500 |
     """
     align = align or [":--"] + ["--:"] * (len(header) - 1)
-    header = [_number(h) for h in header]
+    header = [number(h) for h in header]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
-    lines += ["| " + " | ".join(_number(x) for x in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(number(x) for x in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
@@ -39,7 +40,7 @@ def vector(values, fmt="{:g}"):
     >>> vector([4.0, 0.0, -4.0])
     '[4, 0, −4]'
     """
-    return "[" + ", ".join(_number(float(v), fmt) for v in values) + "]"
+    return "[" + ", ".join(number(float(v), fmt) for v in values) + "]"
 
 
 def comparison_table(comparison, key_names):
@@ -76,7 +77,7 @@ def comparison_table(comparison, key_names):
 def matrix_table(matrix, row_labels, col_labels, fmt="{:g}", corner=""):
     """A matrix with labelled rows and columns."""
     rows = [
-        [label, *(_number(float(x), fmt) for x in row)]
+        [label, *(number(float(x), fmt) for x in row)]
         for label, row in zip(row_labels, np.asarray(matrix), strict=True)
     ]
     return markdown_table([corner, *col_labels], rows)
@@ -214,9 +215,9 @@ def online_trace_markdown(trace):
             [
                 str(i),
                 f"{s['first_key']}–{s['last_key']}",
-                _number(s["block_max"], "{:g}"),
-                _number(s["max_before"], "{:g}"),
-                _number(s["max_after"], "{:g}"),
+                number(s["block_max"], "{:g}"),
+                number(s["max_before"], "{:g}"),
+                number(s["max_after"], "{:g}"),
                 s["rescale"],
                 s["sum"],
                 vector(s["acc"], "{:.3f}"),

@@ -18,44 +18,40 @@ from sdpa_ref import example
 
 from .comparison import _hull
 from .style import KEY_COLORS
-from .tables import vector
+from .tables import number, vector
 
 FIGURE_ID = "scaled-vs-unscaled"
-
-
-def _num(x, fmt="{:.3f}"):
-    return fmt.format(float(x)).replace("-", "−")
 
 
 def _side(scores, weights, entropy, top, output):
     return {
         "scores": [float(s) for s in scores],
-        "score_labels": [_num(s, "{:g}") for s in scores],
+        "score_labels": [number(s, "{:g}") for s in scores],
         "weights": [float(w) for w in weights],
-        "weight_labels": [_num(w) for w in weights],
-        "entropy": _num(entropy),
-        "top": _num(top),
+        "weight_labels": [number(w) for w in weights],
+        "entropy": number(entropy),
+        "top": number(top),
         "output": [float(o) for o in output],
         "output_label": vector(output, "{:.2f}"),
     }
 
 
 def _summary(c, query_name):
-    raw, scaled = _num(c.raw_entropy), _num(c.scaled_entropy)
+    raw, scaled = number(c.raw_entropy), number(c.scaled_entropy)
     if raw == scaled:
         change = f"leaves the entropy at {scaled} nats"
     else:
         change = f"raises the entropy from {raw} to {scaled} nats"
     return (
         f"{query_name} at dₖ = {c.width}: dividing by √{c.width} {change} "
-        f"(at most {_num(c.max_entropy)}), and the top weight goes from "
-        f"{_num(c.raw_top_weight)} to {_num(c.scaled_top_weight)}."
+        f"(at most {number(c.max_entropy)}), and the top weight goes from "
+        f"{number(c.raw_top_weight)} to {number(c.scaled_top_weight)}."
     )
 
 
 def _groups(values, size=4):
     """A vector as strings in groups of ``size``, for a readable wrapped table."""
-    labels = [_num(v, "{:g}") for v in values]
+    labels = [number(v, "{:g}") for v in values]
     return [" ".join(labels[i : i + size]) for i in range(0, len(labels), size)]
 
 
@@ -104,7 +100,7 @@ def widget_data():
         "keys": list(example.KEY_NAMES),
         "widths": list(example.WIDTHS),
         "colors": list(KEY_COLORS),
-        "max_entropy": _num(example.compare(0, example.BASE_WIDTH).max_entropy),
+        "max_entropy": number(example.compare(0, example.BASE_WIDTH).max_entropy),
         "default": {"query": 0, "width": example.BASE_WIDTH},
         "values": [[float(x) for x in v] for v in values],
         "value_labels": [vector(v, "{:g}") for v in values],

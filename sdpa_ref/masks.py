@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import positive_int, real_array
-from .core import attention, causal_mask, softmax
+from ._checks import positive_int
+from .core import _prepare, attention, causal_mask, softmax
 from .random_model import SEED
 
 __all__ = [
@@ -81,13 +81,20 @@ def masked_fill_attention(q, k, v, mask, fill=TUTORIAL_FILL):
     >>> masked_fill_attention(q, k, v, np.array([[False, False, False]])).round(3)
     array([[0.333, 0.333, 0.333]])
     """
-    q = real_array(q, "q", min_ndim=2, dtype=np.float64)
-    k = real_array(k, "k", min_ndim=2, dtype=np.float64)
-    v = real_array(v, "v", min_ndim=2, dtype=np.float64)
-    attention(q, k, v)  # the same shape checks as everywhere else
-    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
-    scores = np.where(np.asarray(mask, dtype=bool), scores, fill)
-    return softmax(scores) @ v
+    mask = np.asarray(mask, dtype=bool)
+    # The same checks of q, k, v and the mask as attention makes, nothing computed.
+    p = _prepare(
+        q,
+        k,
+        v,
+        mask=mask,
+        is_causal=False,
+        scale=None,
+        empty_rows="raise",
+        check_finite=True,
+    )
+    scores = np.matmul(p.q * p.scale, np.swapaxes(p.k, -1, -2))
+    return softmax(np.where(mask, scores, fill)) @ p.v
 
 
 def empty_row_outcomes(q, k, v, mask):

@@ -245,7 +245,7 @@ def model_sweep(widths, models, n_samples=10_000, *, seed=SEED):
                 kwargs["std"] = kwargs["std"](w)
             rows.append(
                 (
-                    sample_dot_products(w, n_samples, seed=(seed, w), **kwargs).std(),
+                    measured_score_std([w], n_samples, seed=seed, **kwargs)[0],
                     dot_product_std(w, **kwargs),
                     dot_product_mean(w, **kwargs),
                 )

@@ -11,7 +11,7 @@ import sdpa_ref
 from figures import comparison, formulas, scaling, similarity, steps, style, tables
 from sdpa_ref import example
 
-contrast = steps._contrast
+contrast = style.contrast_ratio
 
 
 def all_figures():
