@@ -1,4 +1,4 @@
-"""Sessions a maintainer runs: tests, docs, lint, serve, parity."""
+"""Sessions a maintainer runs: tests, doctests, docs, lint, serve, parity, bench."""
 
 from __future__ import annotations
 
@@ -75,6 +75,25 @@ def tests(session: nox.Session) -> None:
     """
     session.install("-e", ".", *group("test"), *group("docs"))
     session.run("pytest", *session.posargs, env=build_env())
+
+
+@nox.session
+def doctests(session: nox.Session) -> None:
+    """The worked examples only: the pages' >>> blocks, docstrings and README.
+
+    Seconds, no browser and no site build: the quick way for a reader to check
+    that the numbers in the prose are the ones sdpa_ref computes.
+    """
+    session.install("-e", ".", *group("doctest"))
+    session.run(
+        "pytest",
+        "sdpa_ref",
+        "figures",
+        "docs",
+        "README.md",
+        *session.posargs,
+        env=build_env(),
+    )
 
 
 @nox.session(reuse_venv=True)

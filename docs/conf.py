@@ -19,6 +19,8 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx_copybutton",
+    "sphinxcontrib.bibtex",
+    "sphinx_design",
     "katex_prerender",
     "a11y",
 ]
@@ -35,6 +37,17 @@ napoleon_google_docstring = False
 napoleon_use_rtype = False
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
+# Every attribution cites references.bib where the claim is made; the works
+# are listed once, on the References page. Extra files under bib/ are merged in.
+bibtex_bibfiles = [
+    "references.bib",
+    *sorted(
+        str(p.relative_to(Path(__file__).parent))
+        for p in (Path(__file__).parent / "bib").glob("*.bib")
+    ),
+]
+bibtex_default_style = "plain"
+bibtex_reference_style = "author_year"
 copybutton_prompt_text = r">>> |\.\.\. "
 copybutton_prompt_is_regexp = True
 

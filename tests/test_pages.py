@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).parents[1] / "docs"
-PAGES = sorted(p for p in DOCS.glob("*.md") if p.name != "api.md")
+PAGES = sorted(
+    p for p in DOCS.glob("*.md") if p.name not in {"api.md", "references.md"}
+)
 CELL = re.compile(r"```\{code-cell\}[^\n]*\n(.*?)```", re.S)
 ARITHMETIC = (
     ast.Add,
@@ -86,3 +88,20 @@ def test_page_skeleton(page):
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_pages_have_a_jupytext_header(page):
     assert page.read_text().startswith("---\njupytext:\n")
+
+
+ANSWER = re.compile(r"^:::\{dropdown\} Answer\n(.*?)^:::$", re.S | re.M)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_page_ends_with_exercises_and_computed_answers(page):
+    """2-4 exercises before "What to read next"; each answer is collapsed and
+    shows the sdpa_ref call that computes it as a doctest (run by Sybil)."""
+    source = page.read_text()
+    headings = re.findall(r"^## (.+)$", source, re.M)
+    assert headings[-2:] == ["Exercises", "What to read next"], headings
+    section = source.split("\n## Exercises\n", 1)[1].split("\n## What to read next")[0]
+    answers = ANSWER.findall(section)
+    assert 2 <= len(answers) <= 4, f"{page.name}: {len(answers)} answers"
+    for answer in answers:
+        assert re.search(r"```python\n>>> .*sdpa_ref", answer, re.S), answer[:80]
