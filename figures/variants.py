@@ -1,14 +1,24 @@
-"""Figures for the variants page: scale choices and linear attention."""
+"""Figures and tables for the variants page: scale choices and linear attention."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .style import MUTED, SERIES_COLORS, new_figure, styled
+from .tables import markdown_table, number
+
+#: Legend text for each of :data:`sdpa_ref.variants.SCALE_CHOICES`.
+SCALE_LABELS = {
+    "none": "none",
+    "1/√d_k": r"$1/\sqrt{d_k}$",
+    "1/d_k": r"$1/d_k$ (μP)",
+    "QK-norm": "QK-norm: gain × cosine",
+    "RMSNorm + 1/√d_k": r"QK-norm: RMSNorm, then $1/\sqrt{d_k}$",
+}
 
 
 @styled
-def scale_choices_figure(widths, panels, ceilings):
+def scale_choices_figure(widths, panels, ceilings, labels=None):
     """Entropy against head width under each scale choice, one panel per source.
 
     Parameters
@@ -19,14 +29,18 @@ def scale_choices_figure(widths, panels, ceilings):
         Panel title to the result of :func:`sdpa_ref.variants.scale_choice_entropies`.
     ceilings : dict of str to float
         Panel title to ``ln n_k``.
+    labels : dict of str to str, optional
+        Legend text for each choice; :data:`SCALE_LABELS` by default.
 
     Returns
     -------
     matplotlib.figure.Figure
+        The legend sits below both panels, where it can cover no line.
     """
-    fig, axes = new_figure(7.0, 3.4, ncols=len(panels), sharey=False)
-    styles = ("-", "--", "-.", ":")
-    markers = ("o", "s", "^", "D")
+    labels = labels or SCALE_LABELS
+    fig, axes = new_figure(7.0, 3.9, ncols=len(panels), sharey=False)
+    styles = ("-", "--", "-.", ":", (0, (6, 1.5, 1, 1.5, 1, 1.5)))
+    markers = ("o", "s", "^", "D", "v")
     for ax, (title, entropies) in zip(np.atleast_1d(axes), panels.items(), strict=True):
         for i, (choice, h) in enumerate(entropies.items()):
             ax.plot(
@@ -37,7 +51,7 @@ def scale_choices_figure(widths, panels, ceilings):
                 color=SERIES_COLORS[i],
                 linewidth=1.8,
                 markersize=5,
-                label=choice,
+                label=labels.get(choice, choice),
             )
         ax.axhline(ceilings[title], color=MUTED, linewidth=0.8, linestyle=":")
         ax.set_xscale("log", base=2)
@@ -45,7 +59,8 @@ def scale_choices_figure(widths, panels, ceilings):
         ax.set_xlabel(r"head width $d_k$")
         ax.set_ylabel("entropy of the weights (nats)")
         ax.set_title(title, loc="left")
-    np.atleast_1d(axes)[0].legend(loc="lower left", fontsize=8.5)
+    handles, names = np.atleast_1d(axes)[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside lower center", ncols=3, fontsize=8.5)
     return fig
 
 
@@ -85,5 +100,47 @@ def linear_error_figure(feature_counts, errors, elu_error):
     ax.set_ylim(0, max(elu_error, float(np.max(errors))) * 1.15)
     ax.set_xlabel("number of features m")
     ax.set_ylabel("largest output error")
-    ax.legend(loc="upper right", fontsize=9)
+    # Below the curve, where it falls away: the dashed line runs along the top.
+    ax.legend(loc="lower left", fontsize=9)
     return fig
+
+
+def random_feature_markdown(by_query, query_names, feature_count):
+    """Per query: longest ``q' + k'``, Lemma 2's factor, and the measured error.
+
+    Parameters
+    ----------
+    by_query : dict
+        The result of :func:`sdpa_ref.variants.random_feature_error_by_query`.
+    query_names : sequence of str
+    feature_count : int
+        The number of features the errors were measured with.
+
+    Examples
+    --------
+    >>> r = {"norm_sq": [3.0], "mse_factor": [19.09], "output_error": [0.04]}
+    >>> print(random_feature_markdown(r, ["Q3"], 4096).splitlines()[-1])
+    | Q3 | 3 | 19.1 | 0.040 |
+    """
+    header = [
+        "query",
+        r"largest $\lVert q' + k' \rVert^2$",
+        r"$e^{\lVert q' + k' \rVert^2} - 1$",
+        f"output error, m = {feature_count:,}",
+    ]
+    rows = [
+        [
+            name,
+            number(float(n), "{:g}"),
+            number(float(f), "{:,.3g}" if f < 1000 else "{:,.0f}"),
+            float(e),
+        ]
+        for name, n, f, e in zip(
+            query_names,
+            by_query["norm_sq"],
+            by_query["mse_factor"],
+            by_query["output_error"],
+            strict=True,
+        )
+    ]
+    return markdown_table(header, rows)

@@ -20,9 +20,13 @@ __all__ = [
     "kv_cache_table",
     "linear_attention",
     "linear_attention_errors",
+    "positive_feature_relative_mse",
     "positive_random_features",
+    "random_feature_error_by_query",
+    "rms_normalise",
     "scale_choice_entropies",
     "scaled_scores",
+    "softmax_kernel_inputs",
 ]
 
 #: Attention shapes of a few published decoder models: layers, query heads,
@@ -54,11 +58,14 @@ MODEL_SHAPES = {
     },
 }
 
-#: The fixed gain of QK-normalisation on this site (it is learned in practice).
+#: The fixed gain of the cosine form of QK-normalisation on this site. Henry
+#: et al. (2020) learn it, so a trained model would move it.
 QK_NORM_GAIN = 4.0
 
-#: The scale rules compared on the variants page, in order.
-SCALE_CHOICES = ("none", "1/√d_k", "1/d_k", "QK-norm")
+#: The scale rules compared on the variants page, in order. ``QK-norm`` is the
+#: cosine form (unit vectors times a gain, no ``1/√d_k``); ``RMSNorm + 1/√d_k``
+#: normalises q and k to root-mean-square 1 and keeps the standard divisor.
+SCALE_CHOICES = ("none", "1/√d_k", "1/d_k", "QK-norm", "RMSNorm + 1/√d_k")
 
 
 def kv_cache_table(seq_len, *, itemsize=2, models=None):
@@ -137,14 +144,70 @@ def linear_attention(q, k, v, feature_map):
     return (fq @ (fk.T @ v)) / (fq @ fk.sum(axis=0))[:, None]
 
 
+def softmax_kernel_inputs(q, k):
+    """``q`` and ``k`` over ``d_k ** (1/4)``: ``exp(q'·k')`` is then the softmax kernel.
+
+    Random features estimate ``exp(x·y)``. Scaled attention needs
+    ``exp(q·k / sqrt(d_k))``, so the divisor is split evenly between the two
+    sides before the feature map is applied.
+
+    Examples
+    --------
+    >>> q, k = np.array([[2.0, 2.0, -1.0, 3.0]]), np.array([[1.0, 1.0, 0.0, 0.0]])
+    >>> qs, ks = softmax_kernel_inputs(q, k)
+    >>> print(f"{(qs @ ks.T).item():.6f}, {(q @ k.T).item() / 4**0.5:.6f}")  # q·k/√d_k
+    2.000000, 2.000000
+    """
+    q = real_array(q, "q", min_ndim=1, dtype=np.float64)
+    k = real_array(k, "k", min_ndim=1, dtype=np.float64)
+    root = q.shape[-1] ** 0.25
+    return q / root, k / root
+
+
+def positive_feature_relative_mse(x, y, feature_count):
+    """Mean squared error of the positive-feature estimate of ``exp(x·y)``, relative.
+
+    Lemma 2 of Choromanski et al. (2021) gives, for ``m`` independent
+    features, ``MSE = exp(|x+y|²) exp(x·y)² (1 - exp(-|x+y|²)) / m``.
+    Divided by the squared kernel ``exp(x·y)²`` this is
+    ``(exp(|x+y|²) - 1) / m``: it grows exponentially with the squared length
+    of ``x + y`` and falls only like ``1 / m``.
+
+    Examples
+    --------
+    >>> x = y = np.array([0.5, 0.0])  # |x + y|² = 1
+    >>> round(positive_feature_relative_mse(x, y, 1), 4)  # e - 1
+    1.7183
+    >>> longer = positive_feature_relative_mse(2 * x, 2 * y, 1)  # |x + y|² = 4
+    >>> round(longer, 2)  # e⁴ - 1: four times the squared length, 31 times the error
+    53.6
+    """
+    x = real_array(x, "x", min_ndim=1, dtype=np.float64)
+    y = real_array(y, "y", min_ndim=1, dtype=np.float64)
+    m = positive_int(feature_count, "feature_count")
+    z = x + y
+    mse = np.expm1((z * z).sum(axis=-1)) / m
+    return float(mse) if mse.ndim == 0 else mse
+
+
+def _random_feature_outputs(q, k, v, count, *, repeats, seed):
+    """Linear attention with ``count`` positive random features, one per seeded draw."""
+    qs, ks = softmax_kernel_inputs(q, k)
+    m = positive_int(count, "feature_counts")
+    for r in range(positive_int(repeats, "repeats")):
+        w = np.random.default_rng((seed, m, r)).standard_normal((m, q.shape[-1]))
+        yield linear_attention(qs, ks, v, lambda x, w=w: positive_random_features(x, w))
+
+
 def linear_attention_errors(q, k, v, feature_counts, *, repeats=10, seed=SEED):
     """How far linear attention lands from exact scaled softmax attention.
 
     With positive random features of each size in ``feature_counts``
-    (approximating ``exp(q·k / sqrt(d_k))``), the largest absolute output
-    error is averaged over ``repeats`` seeded draws of the features: one draw
-    is too noisy to show the trend. With ``elu(x) + 1``, which approximates
-    nothing in particular, there is nothing to draw.
+    (approximating ``exp(q·k / sqrt(d_k))`` through
+    :func:`softmax_kernel_inputs`), the largest absolute output error is
+    averaged over ``repeats`` seeded draws of the features: one draw is too
+    noisy to show the trend. With ``elu(x) + 1``, which approximates nothing
+    in particular, there is nothing to draw.
 
     Returns
     -------
@@ -164,18 +227,10 @@ def linear_attention_errors(q, k, v, feature_counts, *, repeats=10, seed=SEED):
     q = real_array(q, "q", min_ndim=2, dtype=np.float64)
     k = real_array(k, "k", min_ndim=2, dtype=np.float64)
     exact = attention(q, k, v)
-    root = q.shape[-1] ** 0.25  # split 1/sqrt(d_k) between q and k
     mean_errors = []
     for count in feature_counts:
-        m = positive_int(count, "feature_counts")
-        errors = []
-        for r in range(positive_int(repeats, "repeats")):
-            w = np.random.default_rng((seed, m, r)).standard_normal((m, q.shape[-1]))
-            approx = linear_attention(
-                q / root, k / root, v, lambda x, w=w: positive_random_features(x, w)
-            )
-            errors.append(float(np.abs(approx - exact).max()))
-        mean_errors.append(float(np.mean(errors)))
+        draws = _random_feature_outputs(q, k, v, count, repeats=repeats, seed=seed)
+        mean_errors.append(float(np.mean([np.abs(a - exact).max() for a in draws])))
     elu = linear_attention(q, k, v, elu_feature_map)
     return {
         "random_features": np.array(mean_errors),
@@ -183,12 +238,72 @@ def linear_attention_errors(q, k, v, feature_counts, *, repeats=10, seed=SEED):
     }
 
 
+def random_feature_error_by_query(q, k, v, feature_count, *, repeats=10, seed=SEED):
+    """Per query: the longest ``q' + k'``, Lemma 2's error factor, the output error.
+
+    ``q'`` and ``k'`` are the inputs of the feature map
+    (:func:`softmax_kernel_inputs`). For each query, ``norm_sq`` is the
+    largest ``|q' + k'|²`` over the keys, ``mse_factor`` is
+    ``exp(norm_sq) - 1``, ``m`` times the relative mean squared error that
+    :func:`positive_feature_relative_mse` gives for that pair, and
+    ``output_error`` is the largest absolute error of that query's output,
+    averaged over the same seeded draws as :func:`linear_attention_errors`.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``norm_sq``, ``mse_factor`` and ``output_error``, one entry per query.
+
+    Examples
+    --------
+    >>> from sdpa_ref import example
+    >>> r = random_feature_error_by_query(*example.vectors(4), 4096)
+    >>> r["norm_sq"].round(2)
+    array([14. ,  8.5,  9. ,  3. ])
+    >>> r["output_error"].round(2)  # the shortest vectors, Q3, fare best
+    array([0.27, 0.19, 0.22, 0.04])
+    """
+    q = real_array(q, "q", min_ndim=2, dtype=np.float64)
+    k = real_array(k, "k", min_ndim=2, dtype=np.float64)
+    qs, ks = softmax_kernel_inputs(q, k)
+    z = qs[:, None, :] + ks[None, :, :]
+    norm_sq = (z * z).sum(axis=-1).max(axis=-1)
+    exact = attention(q, k, v)
+    errors = [
+        np.abs(approx - exact).max(axis=-1)
+        for approx in _random_feature_outputs(
+            q, k, v, feature_count, repeats=repeats, seed=seed
+        )
+    ]
+    return {
+        "norm_sq": norm_sq,
+        "mse_factor": np.expm1(norm_sq),
+        "output_error": np.mean(errors, axis=0),
+    }
+
+
+def rms_normalise(x):
+    """Divide each vector by its root mean square: RMSNorm without its learned weight.
+
+    The result has length ``sqrt(d)``, so ``rms(q)·rms(k) = d · cos(q, k)``.
+
+    Examples
+    --------
+    >>> rms_normalise(np.array([[3.0, 4.0]])).round(4)  # RMS of [3, 4] is √12.5
+    array([[0.8485, 1.1314]])
+    """
+    x = real_array(x, "x", min_ndim=1, dtype=np.float64)
+    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True))
+
+
 def scaled_scores(q, k, choice, *, gain=QK_NORM_GAIN):
     """Score rows under one of :data:`SCALE_CHOICES`.
 
     ``none`` is ``q·k``; ``1/√d_k`` the standard rule; ``1/d_k`` the
     muP choice, which assumes q·k grows like ``d_k``; ``QK-norm`` scales unit
-    vectors, ``gain * cos(q, k)``, so the width drops out.
+    vectors, ``gain * cos(q, k)``, so the width drops out;
+    ``RMSNorm + 1/√d_k`` normalises both sides with :func:`rms_normalise`
+    and keeps the standard divisor, giving ``sqrt(d_k) * cos(q, k)``.
 
     Examples
     --------
@@ -197,6 +312,8 @@ def scaled_scores(q, k, choice, *, gain=QK_NORM_GAIN):
     array([[1., 0.]])
     >>> scaled_scores(q, k, "QK-norm")
     array([[4., 0.]])
+    >>> scaled_scores(q, k, "RMSNorm + 1/√d_k").round(4)  # √2 · cos
+    array([[1.4142, 0.    ]])
     """
     q = real_array(q, "q", min_ndim=2, dtype=np.float64)
     k = real_array(k, "k", min_ndim=2, dtype=np.float64)
@@ -211,6 +328,8 @@ def scaled_scores(q, k, choice, *, gain=QK_NORM_GAIN):
         qn = q / np.linalg.norm(q, axis=-1, keepdims=True)
         kn = k / np.linalg.norm(k, axis=-1, keepdims=True)
         return gain * (qn @ kn.T)
+    if choice == "RMSNorm + 1/√d_k":
+        return rms_normalise(q) @ rms_normalise(k).T / np.sqrt(d)
     raise ValueError(f"choice must be one of {SCALE_CHOICES}, got {choice!r}")
 
 
