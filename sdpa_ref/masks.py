@@ -18,6 +18,7 @@ __all__ = [
     "padding_mask",
     "pooled_outputs",
     "sliding_window_mask",
+    "unmask_empty_rows",
     "window_pairs",
 ]
 
@@ -97,15 +98,37 @@ def masked_fill_attention(q, k, v, mask, fill=TUTORIAL_FILL):
     return softmax(np.where(mask, scores, fill)) @ p.v
 
 
+def unmask_empty_rows(mask):
+    """Allow every key to the queries that were allowed none.
+
+    Rows with at least one allowed key are returned unchanged; a row with no
+    allowed key becomes all ``True``, so that query attends to every key with
+    its ordinary scores. Hugging Face transformers treats such rows this way
+    before calling PyTorch's ``scaled_dot_product_attention``
+    (``AttentionMaskConverter._unmask_unattended``).
+
+    Examples
+    --------
+    >>> unmask_empty_rows([[True, False], [False, False]]).astype(int)
+    array([[1, 0],
+           [1, 1]])
+    """
+    mask = np.asarray(mask, dtype=bool)
+    return mask | ~mask.any(axis=-1, keepdims=True)
+
+
 def empty_row_outcomes(q, k, v, mask):
-    """The three answers in use for queries with no allowed key, side by side.
+    """The four answers in use for queries with no allowed key, side by side.
 
     Returns
     -------
     dict of numpy.ndarray
         ``"nan"`` (the textbook softmax of an all ``-inf`` row),
         ``"uniform"`` (masked logits replaced by -1e9, as in several
-        tutorials) and ``"zero"`` (PyTorch 2.5 and later, FlashAttention).
+        tutorials: equal weights on the forbidden keys), ``"unmask"`` (the
+        row's mask lifted by :func:`unmask_empty_rows`: the forbidden keys
+        weighted by their scores) and ``"zero"`` (PyTorch 2.5 and later,
+        FlashAttention). Rows with an allowed key are the same in all four.
 
     Examples
     --------
@@ -113,11 +136,12 @@ def empty_row_outcomes(q, k, v, mask):
     >>> mask = np.array([[True, True], [False, False]])
     >>> outcomes = empty_row_outcomes(q, k, v, mask)
     >>> {name: out[:, 0].tolist() for name, out in outcomes.items()}
-    {'nan': [2.0, nan], 'uniform': [2.0, 2.0], 'zero': [2.0, 0.0]}
+    {'nan': [2.0, nan], 'uniform': [2.0, 2.0], 'unmask': [2.0, 2.0], 'zero': [2.0, 0.0]}
     """
     return {
         "nan": attention(q, k, v, mask=mask, empty_rows="nan"),
         "uniform": masked_fill_attention(q, k, v, mask),
+        "unmask": attention(q, k, v, mask=unmask_empty_rows(mask)),
         "zero": attention(q, k, v, mask=mask, empty_rows="zero"),
     }
 

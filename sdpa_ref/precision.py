@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import real_array
+from ._checks import positive_int, real_array
 from .core import softmax
 
 __all__ = [
+    "ACCUMULATE",
     "BFLOAT16_MAX",
     "DTYPES",
+    "decimal_digits",
+    "equal_row_weights",
     "precision_sweep",
+    "significand_bits",
     "softmax_error",
     "softmax_in",
     "to_bfloat16",
@@ -22,12 +26,45 @@ BFLOAT16_MAX = (2 - 2**-7) * 2.0**127
 #: The precisions the site compares, narrowest first.
 DTYPES = ("float16", "bfloat16", "float32")
 
+#: Where :func:`softmax_in` keeps its intermediates: ``None`` rounds every
+#: step to the type itself (a worst case), ``"float32"`` keeps them in float32
+#: and rounds only the weights, as fused attention kernels do.
+ACCUMULATE = (None, "float32")
+
+
+def significand_bits(dtype):
+    """Significant bits of a floating-point type: the stored fraction bits plus one.
+
+    The leading 1 of a normal number is implicit, so float16 (10 stored
+    bits) has 11, bfloat16 (7 stored) has 8 and float32 (23 stored) has 24.
+
+    Examples
+    --------
+    >>> [significand_bits(t) for t in ("float16", "bfloat16", "float32", "float64")]
+    [11, 8, 24, 53]
+    """
+    if dtype == "bfloat16":  # not a NumPy type: float32 with 16 fraction bits cut
+        return 8
+    return int(np.finfo(np.dtype(dtype)).nmant) + 1
+
+
+def decimal_digits(dtype):
+    """Decimal digits a type carries: ``significand_bits * log10(2)``.
+
+    Examples
+    --------
+    >>> round(decimal_digits("float16"), 2), round(decimal_digits("bfloat16"), 2)
+    (3.31, 2.41)
+    """
+    return float(significand_bits(dtype) * np.log10(2.0))
+
 
 def to_bfloat16(x):
     """Round to the nearest bfloat16 (ties to even), returned as float32.
 
     bfloat16 keeps float32's 8 exponent bits and 7 of its 23 fraction bits:
-    the same range, about 3 significant decimal digits. NumPy has no such
+    the same range, but 8 significant bits (the 7 stored and the implicit
+    leading one), about 2 to 3 significant decimal digits. NumPy has no such
     type, so the value is rounded and stored in a float32.
 
     Examples
@@ -44,13 +81,47 @@ def to_bfloat16(x):
     return np.where(nan, np.float32(np.nan), out)
 
 
-def softmax_in(x, dtype, *, stable=True):
-    """Softmax with every intermediate rounded to ``dtype``, as float64.
+def _caster(dtype):
+    """The function that rounds an array to ``dtype`` (bfloat16 simulated)."""
+    if dtype == "bfloat16":
+        return to_bfloat16
 
-    ``stable`` subtracts the row maximum first. For ``"bfloat16"`` each step
-    is computed in float32 and rounded to bfloat16, as kernels that store
-    bfloat16 and compute in float32 do. Overflow is not an error here: it is
-    what the naive version is meant to show, as ``inf`` or ``nan``.
+    def cast(a):
+        return np.asarray(a).astype(dtype)
+
+    return cast
+
+
+def _sum_in(e, cast):
+    """Row sums along the last axis, rounded to the type after every addition.
+
+    NumPy's own ``sum`` of a float16 array adds in float32 internally and
+    rounds once; this adds one term at a time and rounds each partial sum, so
+    that nothing is accumulated in a wider type.
+    """
+    total = cast(np.zeros((*e.shape[:-1], 1), dtype=np.float32))
+    for j in range(e.shape[-1]):
+        total = cast(total + e[..., j : j + 1])
+    return total
+
+
+def softmax_in(x, dtype, *, stable=True, accumulate=None):
+    """Softmax with its intermediates rounded to ``dtype``, as float64.
+
+    ``stable`` subtracts the row maximum first. Overflow is not an error
+    here: it is what the naive version is meant to show, as ``inf`` or
+    ``nan``.
+
+    With ``accumulate=None`` (the default) every step is rounded to
+    ``dtype``: the logits, the shifted logits, each exponential, every
+    partial sum of the row (one term at a time) and each weight. It stands
+    for the worst case, an implementation with no wider accumulator. For
+    ``"bfloat16"`` each step is computed in float32 and its result rounded to
+    bfloat16.
+
+    With ``accumulate="float32"`` the logits, exponentials, sum and division
+    stay in float32 and only the weights are rounded to ``dtype``, which is
+    how fused kernels such as FlashAttention treat 16-bit inputs.
 
     Examples
     --------
@@ -58,30 +129,78 @@ def softmax_in(x, dtype, *, stable=True):
     array([nan,  0.])
     >>> softmax_in([12.0, 0.0], "float16").round(4)
     array([1., 0.])
+
+    Four thousand equal logits: a float16 running sum stops growing at 2048,
+    so every weight comes out twice too large unless the sum is kept in
+    float32.
+
+    >>> float(softmax_in(np.zeros(4096), "float16")[0]) * 4096
+    2.0
+    >>> float(softmax_in(np.zeros(4096), "float16", accumulate="float32")[0]) * 4096
+    1.0
     """
     x = real_array(x, "x", min_ndim=1, dtype=np.float64)
     if dtype not in (*DTYPES, "float64"):
         raise ValueError(f"dtype must be one of {(*DTYPES, 'float64')}, got {dtype!r}")
-    if dtype == "bfloat16":
-        cast = to_bfloat16
-    else:
-
-        def cast(a):
-            return np.asarray(a).astype(dtype)
-
+    if accumulate not in ACCUMULATE:
+        raise ValueError(f"accumulate must be one of {ACCUMULATE}, got {accumulate!r}")
+    cast = _caster(dtype)
+    inner = cast if accumulate is None else _caster(accumulate)
     with np.errstate(over="ignore", invalid="ignore"):
-        z = cast(x)
+        z = inner(x)
         if stable:
-            z = cast(z - z.max(axis=-1, keepdims=True))
-        e = cast(np.exp(z))
-        w = cast(e / cast(e.sum(axis=-1, keepdims=True)))
+            z = inner(z - z.max(axis=-1, keepdims=True))
+        e = inner(np.exp(z))
+        if accumulate is None:
+            total = _sum_in(e, inner)
+        else:
+            total = inner(e.sum(axis=-1, keepdims=True))
+        w = cast(inner(e / total))
     return w.astype(np.float64)
 
 
-def softmax_error(x, dtype, *, stable=True):
+def equal_row_weights(n, dtype):
+    """The weight each of ``n`` equal logits gets, three ways.
+
+    Every key of such a row deserves exactly ``1 / n``. Returns a dict with
+    ``"exact"`` (that value), ``"in_type"`` (the weight from
+    :func:`softmax_in` with every step in ``dtype``), ``"in_type_sum"`` (the
+    row sum of the ``n`` exponentials, each ``1``, as that computation
+    accumulates it), ``"float32"`` (the weight with float32 accumulation)
+    and ``"in_type_total"``, the sum of the ``in_type`` weights, which
+    should be 1.
+
+    A running sum of ones in a narrow type stops growing once the spacing of
+    the type reaches 2: adding 1 then lands exactly halfway, and the tie
+    rounds to the even neighbour, the sum itself. That happens at 2048 in
+    float16 (11 significant bits) and at 256 in bfloat16 (8 bits).
+
+    Examples
+    --------
+    >>> row = equal_row_weights(300, "bfloat16")
+    >>> row["in_type"], row["in_type_sum"]
+    (0.00390625, 256.0)
+    >>> round(row["float32"], 6), round(row["in_type_total"], 2)
+    (0.003326, 1.17)
+    """
+    n = positive_int(n, "n")
+    logits = np.zeros(n)
+    in_type = softmax_in(logits, dtype)
+    cast = _caster(dtype)
+    return {
+        "exact": 1.0 / n,
+        "in_type": float(in_type[0]),
+        "in_type_sum": float(_sum_in(cast(np.ones((1, n))), cast)[0, 0]),
+        "float32": float(softmax_in(logits, dtype, accumulate="float32")[0]),
+        "in_type_total": float(in_type.sum()),
+    }
+
+
+def softmax_error(x, dtype, *, stable=True, accumulate=None):
     """Largest absolute error of :func:`softmax_in` against float64, or ``nan``.
 
     ``nan`` means the result was not finite: the computation broke down.
+    ``stable`` and ``accumulate`` are passed on to :func:`softmax_in`.
 
     Examples
     --------
@@ -89,19 +208,29 @@ def softmax_error(x, dtype, *, stable=True):
     nan
     >>> softmax_error([100.0, 0.0], "float32") < 1e-7
     True
+
+    Logits of 1000 and 999 are one bfloat16 step apart only if they stay in
+    float32 until the weights are rounded:
+
+    >>> round(softmax_error([1000.0, 999.0], "bfloat16"), 3)
+    0.231
+    >>> softmax_error([1000.0, 999.0], "bfloat16", accumulate="float32") < 1e-2
+    True
     """
-    got = softmax_in(x, dtype, stable=stable)
+    got = softmax_in(x, dtype, stable=stable, accumulate=accumulate)
     if not np.isfinite(got).all():
         return float("nan")
     return float(np.abs(got - softmax(np.asarray(x, dtype=np.float64))).max())
 
 
-def precision_sweep(top_logits, gaps=(0.0, -1.0, -100.0, -103.0)):
+def precision_sweep(top_logits, gaps=(0.0, -1.0, -100.0, -103.0), *, accumulate=None):
     """Softmax errors in each precision as the logits grow.
 
     Each row of scores is ``top + gaps``: a leader, a runner-up one behind,
     and two far behind. For each top logit, the error of the naive and of
     the max-subtracted softmax in each of :data:`DTYPES`, against float64.
+    ``accumulate`` is passed on to :func:`softmax_in`: by default every step
+    is rounded to the type.
 
     Returns
     -------
@@ -114,13 +243,18 @@ def precision_sweep(top_logits, gaps=(0.0, -1.0, -100.0, -103.0)):
     >>> row = precision_sweep([50.0])[0]
     >>> bool(np.isnan(row[("float16", "naive")])), row[("float16", "stable")] < 1e-3
     (True, True)
+    >>> kept = precision_sweep([1000.0], accumulate="float32")[0]
+    >>> round(kept[("bfloat16", "stable")], 5)
+    0.00059
     """
     rows = []
     for top in top_logits:
         scores = float(top) + np.asarray(gaps, dtype=np.float64)
         row = {"top": float(top)}
         for dtype in DTYPES:
-            row[(dtype, "naive")] = softmax_error(scores, dtype, stable=False)
-            row[(dtype, "stable")] = softmax_error(scores, dtype)
+            row[(dtype, "naive")] = softmax_error(
+                scores, dtype, stable=False, accumulate=accumulate
+            )
+            row[(dtype, "stable")] = softmax_error(scores, dtype, accumulate=accumulate)
         rows.append(row)
     return rows

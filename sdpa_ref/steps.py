@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import real_array
+from ._checks import positive_int, real_array
 from .core import attention, causal_mask, naive_softmax, softmax
+from .cost import score_bytes
 from .precision import BFLOAT16_MAX
 
-__all__ = ["attention_steps", "overflow_threshold"]
+__all__ = ["attention_steps", "overflow_threshold", "score_memory"]
 
 
 def attention_steps(q, k, v, *, is_causal=False):
@@ -18,9 +19,11 @@ def attention_steps(q, k, v, *, is_causal=False):
 
     1. ``scores = q kᵀ``, one per query-key pair;
     2. ``scaled = scores / sqrt(d_k)``;
-    3. ``masked``: forbidden logits set to ``-inf`` (top-left causal mask);
-    4. ``shifted``: each row minus its maximum, so the largest is 0;
-    5. ``weights = softmax(masked)``, each row summing to 1;
+    3. ``mask``, the additive mask ``M``: 0 where a key is allowed, ``-inf``
+       where not (top-left causal, or all 0), and ``masked``, the logits
+       ``L = scaled + M``;
+    4. ``shifted``: each row of ``L`` minus its maximum, so the largest is 0;
+    5. ``weights = softmax(L)``, each row summing to 1;
     6. ``output = weights v``.
 
     The result also holds ``naive_weights``, the softmax without the shift,
@@ -55,7 +58,8 @@ def attention_steps(q, k, v, *, is_causal=False):
     scores = q @ k.T
     scaled = scores / np.sqrt(q.shape[-1])
     allowed = causal_mask(*scores.shape) if is_causal else np.ones(scores.shape, bool)
-    masked = np.where(allowed, scaled, -np.inf)
+    mask = np.where(allowed, 0.0, -np.inf)
+    masked = scaled + mask
     shifted = masked - masked.max(axis=-1, keepdims=True)
     weights = softmax(masked)
     naive_weights = naive_softmax(masked)
@@ -63,6 +67,7 @@ def attention_steps(q, k, v, *, is_causal=False):
         "scores": scores,
         "scaled": scaled,
         "allowed": allowed,
+        "mask": mask,
         "masked": masked,
         "shifted": shifted,
         "weights": weights,
@@ -91,3 +96,29 @@ def overflow_threshold(dtype):
         return float(np.log(BFLOAT16_MAX))
     info = np.finfo(np.dtype(dtype))
     return float(np.log(np.float64(info.max)))
+
+
+def score_memory(n, *, heads, layers, batch=1, itemsize=2):
+    """Bytes to hold ``n x n`` attention scores, from one head to a whole batch.
+
+    Returns a dict: ``"head"`` (one head of one layer, one sequence),
+    ``"layer"`` (all ``heads`` of a layer), ``"model"`` (all ``layers``) and
+    ``"batch"`` (``batch`` sequences), each what an implementation that
+    materialised every score matrix at once would hold.
+
+    Examples
+    --------
+    >>> mem = score_memory(4096, heads=32, layers=32, batch=8)
+    >>> {name: b / 2**30 for name, b in mem.items()}
+    {'head': 0.03125, 'layer': 1.0, 'model': 32.0, 'batch': 256.0}
+    """
+    heads = positive_int(heads, "heads")
+    layers = positive_int(layers, "layers")
+    batch = positive_int(batch, "batch")
+    head = score_bytes(n, n, itemsize=itemsize)
+    return {
+        "head": head,
+        "layer": heads * head,
+        "model": layers * heads * head,
+        "batch": batch * layers * heads * head,
+    }

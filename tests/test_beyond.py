@@ -77,11 +77,17 @@ def test_empty_row_conventions():
         out["uniform"][:2], 0.5
     )  # exactly even: all logits equal
     np.testing.assert_array_equal(out["zero"][:2], 0.0)
+    # unmask: the empty rows attend to both keys with their own scores
+    np.testing.assert_allclose(
+        out["unmask"][:2], sdpa_ref.attention(q[:2], k, np.eye(2)), atol=1e-15
+    )
+    assert not np.allclose(out["unmask"][:2], 0.5)
     for name in out:
         np.testing.assert_allclose(out[name][2:], out["zero"][2:], atol=1e-15)
     pooled = masks.pooled_outputs(out)
     assert np.isnan(pooled["nan"]).all()
     assert np.isfinite(pooled["uniform"]).all()
+    assert np.isfinite(pooled["unmask"]).all()
 
 
 @pytest.mark.parametrize(

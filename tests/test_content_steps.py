@@ -1,0 +1,214 @@
+"""The steps, masks and precision pages: their numbers and the claims they rest on."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sdpa_ref
+from sdpa_ref import example, masks, precision, steps
+
+DOCS = Path(__file__).parents[1] / "docs"
+
+
+def page(name):
+    return (DOCS / f"{name}.md").read_text()
+
+
+# -- sdpa_ref.steps ------------------------------------------------------------
+
+
+def test_logits_are_scaled_scores_plus_the_additive_mask():
+    s = sdpa_ref.attention_steps(*example.vectors(4), is_causal=True)
+    assert set(np.unique(s["mask"])) == {0.0, -np.inf}
+    np.testing.assert_array_equal(s["mask"] == 0.0, s["allowed"])
+    np.testing.assert_array_equal(s["masked"], s["scaled"] + s["mask"])
+    np.testing.assert_allclose(s["weights"], sdpa_ref.softmax(s["masked"]))
+    unmasked = sdpa_ref.attention_steps(*example.vectors(4))
+    np.testing.assert_array_equal(unmasked["masked"], unmasked["scaled"])
+
+
+@pytest.mark.parametrize("itemsize", [2, 4])
+def test_score_memory_multiplies_out_heads_layers_and_batch(itemsize):
+    mem = steps.score_memory(1024, heads=8, layers=6, batch=3, itemsize=itemsize)
+    head = sdpa_ref.score_bytes(1024, 1024, itemsize=itemsize)
+    assert mem == {
+        "head": head,
+        "layer": 8 * head,
+        "model": 6 * 8 * head,
+        "batch": 3 * 6 * 8 * head,
+    }
+    with pytest.raises(ValueError, match="heads"):
+        steps.score_memory(1024, heads=0, layers=1)
+
+
+def test_one_head_of_a_long_sequence_is_not_the_whole_model():
+    shape = sdpa_ref.variants.MODEL_SHAPES["Llama 2 7B (multi-head)"]
+    mem = steps.score_memory(131072, heads=shape["q_heads"], layers=shape["layers"])
+    assert mem["head"] == 32 * 2**30  # 32 GiB in 16-bit floats
+    assert mem["model"] == 32 * 2**40  # 32 TiB for every head of every layer
+
+
+# -- sdpa_ref.masks --------------------------------------------------------------
+
+
+def test_unmask_lifts_only_the_empty_rows():
+    mask = np.array([[True, False, False], [False, False, False], [False, True, True]])
+    lifted = masks.unmask_empty_rows(mask)
+    np.testing.assert_array_equal(lifted[[0, 2]], mask[[0, 2]])
+    assert lifted[1].all()
+
+
+def test_the_four_empty_row_answers():
+    q, k = np.array([[0.0, 1.0], [2.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 1.0]])
+    v = np.array([[1.0], [5.0]])
+    mask = np.array([[False, False], [True, True]])
+    out = masks.empty_row_outcomes(q, k, v, mask)
+    assert list(out) == ["nan", "uniform", "unmask", "zero"]
+    assert np.isnan(out["nan"][0, 0])
+    assert out["uniform"][0, 0] == pytest.approx(3.0)  # the mean of the values
+    weights = sdpa_ref.softmax(q[0] @ k.T / np.sqrt(2))
+    assert out["unmask"][0, 0] == pytest.approx(weights @ v[:, 0])
+    assert out["zero"][0, 0] == 0.0
+    for name in out:  # the row with allowed keys is the same everywhere
+        assert out[name][1, 0] == pytest.approx(out["zero"][1, 0])
+
+
+def test_kv_cache_per_token_matches_the_formula():
+    # 2 (keys and values) * layers * kv_heads * d_k * bytes
+    assert sdpa_ref.kv_cache_bytes(1, layers=32, kv_heads=32, head_dim=128) == (
+        2 * 32 * 32 * 128 * 2
+    )
+    assert sdpa_ref.kv_cache_bytes(1, layers=32, kv_heads=8, head_dim=128) == 131072
+
+
+# -- sdpa_ref.precision -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dtype", "bits", "digits"),
+    [("float16", 11, 3.31), ("bfloat16", 8, 2.41), ("float32", 24, 7.22)],
+)
+def test_significant_bits_and_decimal_digits(dtype, bits, digits):
+    assert precision.significand_bits(dtype) == bits
+    assert precision.decimal_digits(dtype) == pytest.approx(digits, abs=0.01)
+
+
+def test_bfloat16_has_two_to_three_decimal_digits():
+    assert 2 < precision.decimal_digits("bfloat16") < 3
+
+
+@pytest.mark.parametrize(("dtype", "stall"), [("float16", 2048.0), ("bfloat16", 256.0)])
+def test_a_narrow_running_sum_stalls_and_float32_does_not(dtype, stall):
+    n = 4 * int(stall)
+    row = precision.equal_row_weights(n, dtype)
+    assert row["in_type_sum"] == stall
+    assert row["in_type"] == 1 / stall
+    assert row["in_type_total"] == pytest.approx(n / stall)
+    assert row["float32"] == pytest.approx(1 / n, rel=1e-2)
+
+
+def test_short_rows_do_not_stall():
+    row = precision.equal_row_weights(1024, "float16")
+    assert row["in_type"] == row["exact"] == row["float32"]
+
+
+def test_accumulate_is_validated():
+    with pytest.raises(ValueError, match="accumulate must be one of"):
+        precision.softmax_in([1.0, 0.0], "float16", accumulate="float16")
+
+
+def test_sweep_default_is_the_worst_case_and_float32_accumulation_is_not():
+    worst = precision.precision_sweep([1000.0])[0]
+    kept = precision.precision_sweep([1000.0], accumulate="float32")[0]
+    assert worst[("bfloat16", "stable")] == pytest.approx(0.231, abs=1e-3)
+    assert kept[("bfloat16", "stable")] < 2**-9  # half a bfloat16 step at 0.73
+    for dtype in precision.DTYPES:  # storing is not the problem: naive still breaks
+        assert np.isnan(kept[(dtype, "naive")])
+
+
+def test_max_subtracted_error_is_within_rounding_except_bf16_at_1000():
+    sweep = precision.precision_sweep([5.0, 10.0, 12.0, 50.0, 100.0, 1000.0])
+    unit = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24}
+    for row in sweep:
+        for dtype, u in unit.items():
+            err = row[(dtype, "stable")]
+            if dtype == "bfloat16" and row["top"] == 1000.0:
+                assert err > 0.2
+            else:
+                assert err <= 2 * u
+
+
+# -- the pages ------------------------------------------------------------------
+
+
+def test_the_overflow_table_lives_on_the_precision_page_only():
+    assert "(overflow-table)=\n## Where exp overflows" in page("precision")
+    assert "overflow_table" not in page("steps")
+    assert "overflow_threshold" not in page("steps")
+    assert "<overflow-table>" in page("steps")
+
+
+def test_steps_names_the_logits_and_uses_them():
+    text = page("steps")
+    assert r"L = \frac{S}{\sqrt{d_k}} + M" in text
+    assert r"A = \operatorname{softmax}(L)" in text
+    assert r"\frac{e^{L_{ij}}}{\sum_{l} e^{L_{il}}}" in text
+    assert "{ref}`logits <logits-and-temperature>`" in text
+    assert "e^{S_{ij}}" not in text
+
+
+def test_steps_does_not_claim_a_single_head_overflows_memory():
+    text = page("steps").lower()
+    for claim in ("no longer fits in memory", "more than a gpu", "fits in memory"):
+        assert claim not in text
+    assert "scores_model" in text
+    assert "cost.md" in text
+
+
+def test_pytorch_empty_row_claims_give_the_version_and_a_source():
+    for name in ("steps", "masks"):
+        text = page(name)
+        for match in re.finditer(r"PyTorch[^.]*?zero|zero[^.]*?PyTorch", text):
+            sentence = text[match.start() : match.end() + 200]
+            assert "2.5" in sentence
+            assert "pytorch_v250_release" in sentence
+
+
+def test_kv_cache_is_defined_before_masks_uses_it():
+    text = page("masks")
+    label = text.index("(kv-cache)=")
+    body = text.split("## What you will learn", 1)[1]
+    first_use = text.index("KV cache", text.index("## What you will learn"))
+    assert label < first_use
+    assert "2 \\cdot \\text{layers}" in body
+    assert "shazeer2019fast" in body
+
+
+def test_masks_credits_the_deliberate_unmask_and_qualifies_the_zero_claim():
+    text = page("masks")
+    assert "_unmask_unattended" in text
+    assert "hf_transformers_masks" in text
+    assert "loud" in text
+    assert "b_O" in text  # "unchanged" only without an output bias
+
+
+def test_precision_says_what_the_simulation_stands_for():
+    text = page("precision")
+    assert "within the type's rounding error at every size" not in text
+    assert "about three decimal digits" not in text
+    assert "worst case" in text
+    assert "flashattention_repo" in text
+    assert "float32" in text
+
+
+def test_cited_keys_exist():
+    bib = (DOCS / "references.bib").read_text() + "".join(
+        p.read_text() for p in (DOCS / "bib").glob("*.bib")
+    )
+    keys = set(re.findall(r"@\w+\{([^,]+),", bib))
+    for name in ("steps", "masks", "precision"):
+        for group in re.findall(r"\{cite:[pt]\}`([^`]+)`", page(name)):
+            for key in group.split(","):
+                assert key.strip() in keys, (name, key)
