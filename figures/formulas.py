@@ -71,3 +71,48 @@ def dot_product_terms(q, k, total):
         f"({float(a):g})({float(b):g})" for a, b in zip(q, k, strict=True)
     )
     return rf"q\cdot k = {terms} = {float(total):g}"
+
+
+def softmax_fraction(scores, j, weight, *, name="s"):
+    r"""One softmax weight written out as a fraction of exponentials, as LaTeX.
+
+    ``softmax(s)_j = e^{s_j} / (e^{s_0} + ... + e^{s_{n-1}}) = weight``, with
+    every exponent filled in and ``j`` counted from 0, like the keys K0, K1.
+    The weight is computed by sdpa_ref and passed in; this only typesets it.
+
+    Examples
+    --------
+    >>> softmax_fraction([2, 0], 0, 0.881)
+    '\\operatorname{softmax}(s)_{0} = \\frac{e^{2}}{e^{2} + e^{0}} = 0.881'
+    """
+    exps = " + ".join(f"e^{{{float(s):g}}}" for s in scores)
+    top = f"e^{{{float(scores[j]):g}}}"
+    return (
+        rf"\operatorname{{softmax}}({name})_{{{j}}} = "
+        rf"\frac{{{top}}}{{{exps}}} = {float(weight):.3f}"
+    )
+
+
+def value_mixture(weights, values, output, *, fmt="{:.3f}"):
+    r"""``output = w_1 v_1 + ... + w_n v_n`` for one query, as aligned LaTeX.
+
+    Each value row is written as a bracketed vector and multiplied by its
+    weight, one term per line so that the block fits a phone screen, and the
+    output reads as a weighted mixture of value rows. The output is computed
+    by sdpa_ref and passed in; this only typesets it.
+
+    Examples
+    --------
+    >>> print(value_mixture([0.25, 0.75], [[4, 0], [0, 4]], [1, 3], fmt="{:g}"))
+    \begin{aligned}\text{output} &= 0.25\left[4,\ 0\right] \\
+    &+ 0.75\left[0,\ 4\right] \\
+    &= \left[1,\ 3\right]\end{aligned}
+    """
+    terms = [
+        fmt.format(float(w)) + _row(v, "{:g}")
+        for w, v in zip(weights, values, strict=True)
+    ]
+    lines = [r"\text{output} &= " + terms[0]]
+    lines += ["&+ " + term for term in terms[1:]]
+    lines.append("&= " + _row(output, fmt))
+    return r"\begin{aligned}" + " \\\\\n".join(lines) + r"\end{aligned}"

@@ -6,8 +6,9 @@ reader can check every dot product by hand. Each query teaches one thing:
 
 * ``Q0`` scores ``[4, 0, 2, -4]``: one key dominates. Dividing by
   ``sqrt(4) = 2`` gives ``[2, 0, 1, -2]``, the text's worked example.
-* ``Q1`` scores ``[3, 1, 2, 2]``: a near-tie, where scaling keeps the
-  distribution informative the longest as the width grows.
+* ``Q1`` scores ``[3, 1, 2, 2]``: a near-tie at the top, K0 only one ahead
+  of K2 and K3, which tie exactly; scaling keeps this distribution
+  informative the longest as the width grows.
 * ``Q2`` scores ``[-3, -1, 1, 3]``: evenly spaced, so the ordering, which
   scaling preserves, can be read off by eye.
 * ``Q3`` scores ``[1, 1, 1, 1]``: all equal, so the weights are uniform at
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._checks import positive_int
 from .core import attention
 from .spread import entropy, max_entropy
 
@@ -36,11 +38,15 @@ __all__ = [
     "BASE_WIDTH",
     "KEY_NAMES",
     "QUERY_NAMES",
+    "TRANSFORMER_D_MODEL",
+    "TRANSFORMER_HEADS",
     "WIDTHS",
     "Comparison",
     "compare",
     "cross_attention_vectors",
+    "head_width",
     "raw_scores",
+    "scale_divisor",
     "shape_rows",
     "vectors",
 ]
@@ -50,6 +56,16 @@ WIDTHS = (4, 16, 64, 256)
 
 #: The width the vectors are written at; wider heads repeat it.
 BASE_WIDTH = 4
+
+#: Model width ``d_model`` of the original Transformer's base model: every
+#: sub-layer and embedding outputs vectors of this width (Vaswani et al. 2017,
+#: "Attention Is All You Need", arXiv:1706.03762, Sections 3.1 and 3.3, and
+#: Table 3, row "base").
+TRANSFORMER_D_MODEL = 512
+
+#: Number of attention heads ``h`` of the same base model ("we employ h = 8
+#: parallel attention layers, or heads", Section 3.2.2 of the same paper).
+TRANSFORMER_HEADS = 8
 
 _QUERIES = np.array(
     [
@@ -213,23 +229,29 @@ def compare(query, width):
 
 
 def cross_attention_vectors():
-    """A small cross-attention example: 2 queries, 3 keys, ``d_k = 4``, ``d_v = 3``.
+    """A small cross-attention example: 2 queries, 3 keys, ``d_k = 4``, ``d_v = 2``.
 
     The queries could come from a decoder and the keys and values from an
     encoder's three tokens: their counts differ, and so do the widths of
-    keys and values.
+    keys and values. The three widths and counts are all different
+    (``n_k = 3``, ``d_k = 4``, ``d_v = 2``), so no shape can be mistaken for
+    another, and the values are not an identity matrix, so each output row
+    is a genuine mixture of value rows.
 
     Examples
     --------
     >>> Q, K, V = cross_attention_vectors()
     >>> [a.shape for a in (Q, K, V)]
-    [(2, 4), (3, 4), (3, 3)]
+    [(2, 4), (3, 4), (3, 2)]
+    >>> Q @ K.T
+    array([[ 3., -3.,  1.],
+           [ 0.,  4.,  0.]])
     >>> attention(Q, K, V).shape
-    (2, 3)
+    (2, 2)
     """
     q = np.array([[1.0, 0.0, 2.0, -1.0], [0.0, 1.0, -1.0, 1.0]])
     k = np.array([[1.0, 1.0, 1.0, 0.0], [0.0, 2.0, -1.0, 1.0], [2.0, -1.0, 0.0, 1.0]])
-    v = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    v = np.array([[2.0, 1.0], [-1.0, 3.0], [0.0, -2.0]])
     return q, k, v
 
 
@@ -238,8 +260,8 @@ def shape_rows(n_q, n_k, d_k, d_v):
 
     Examples
     --------
-    >>> shape_rows(2, 3, 4, 3)[-1]
-    ('output', 'n_q × d_v', (2, 3))
+    >>> shape_rows(2, 3, 4, 2)[-1]
+    ('output', 'n_q × d_v', (2, 2))
     """
     return [
         ("Q", "n_q × d_k", (n_q, d_k)),
@@ -249,3 +271,56 @@ def shape_rows(n_q, n_k, d_k, d_v):
         ("softmax(QKᵀ/√dₖ) (weights)", "n_q × n_k", (n_q, n_k)),
         ("output", "n_q × d_v", (n_q, d_v)),
     ]
+
+
+def head_width(d_model, heads):
+    """The width of one head, ``d_k = d_model / h``.
+
+    Multi-head attention splits the model width evenly between the heads, so
+    each head's queries and keys are ``d_model / h`` wide (Vaswani et al.
+    2017, Section 3.2.2: ``d_k = d_v = d_model / h = 64``).
+
+    Parameters
+    ----------
+    d_model : int
+        The model width.
+    heads : int
+        The number of heads ``h``; it must divide ``d_model``.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        If ``heads`` does not divide ``d_model``.
+
+    Examples
+    --------
+    >>> head_width(TRANSFORMER_D_MODEL, TRANSFORMER_HEADS)
+    64
+    >>> head_width(512, 16)
+    32
+    """
+    d_model = positive_int(d_model, "d_model")
+    heads = positive_int(heads, "heads")
+    if d_model % heads:
+        raise ValueError(
+            f"heads must divide d_model evenly, got d_model = {d_model} "
+            f"and heads = {heads}"
+        )
+    return d_model // heads
+
+
+def scale_divisor(d_k):
+    """The divisor ``sqrt(d_k)`` that scaled dot-product attention applies.
+
+    Examples
+    --------
+    >>> scale_divisor(head_width(TRANSFORMER_D_MODEL, TRANSFORMER_HEADS))
+    8.0
+    >>> scale_divisor(4)
+    2.0
+    """
+    return float(np.sqrt(positive_int(d_k, "d_k")))

@@ -6,7 +6,12 @@ import numpy as np
 
 from ._checks import real_array
 
-__all__ = ["cosine_similarity", "score_from_angle", "similarity_parts"]
+__all__ = [
+    "cosine_similarity",
+    "distance_decomposition",
+    "score_from_angle",
+    "similarity_parts",
+]
 
 
 def cosine_similarity(q, k):
@@ -70,4 +75,54 @@ def similarity_parts(q, k):
         "norm_q": float(np.linalg.norm(q)),
         "norm_k": float(np.linalg.norm(k)),
         "cosine": float(cosine_similarity(q, k)),
+    }
+
+
+def distance_decomposition(q, k):
+    """Split ``q·k`` into a distance term and two length terms.
+
+    Expanding ``|q - k|² = |q|² - 2 q·k + |k|²`` gives
+
+        ``-|q - k|² / 2 = q·k - |q|² / 2 - |k|² / 2``,
+
+    so ``q·k = -|q - k|²/2 + |q|²/2 + |k|²/2``. In one query's row of scores
+    the ``|q|²/2`` term is the same for every key, and softmax ignores it;
+    the ``|k|²/2`` term is a bias per key.
+
+    Parameters
+    ----------
+    q : array_like, shape (d,)
+        One query.
+    k : array_like, shape (d,) or (n_k, d)
+        One key, or keys as rows.
+
+    Returns
+    -------
+    dict
+        ``dot`` (``q·k``), ``neg_half_sq_distance`` (``-|q - k|²/2``) and
+        ``half_sq_norm_k`` (``|k|²/2``), one entry per key, and
+        ``half_sq_norm_q`` (``|q|²/2``), a float, such that
+        ``dot == neg_half_sq_distance + half_sq_norm_q + half_sq_norm_k``.
+
+    Examples
+    --------
+    Query Q0 against key K0 of the worked example:
+
+    >>> parts = distance_decomposition([2, 2, -1, 3], [1, 1, 0, 0])
+    >>> [float(parts[name]) for name in
+    ...  ("dot", "neg_half_sq_distance", "half_sq_norm_q", "half_sq_norm_k")]
+    [4.0, -6.0, 9.0, 1.0]
+    """
+    q = real_array(q, "q", min_ndim=1, dtype=np.float64)
+    k = real_array(k, "k", min_ndim=1, dtype=np.float64)
+    if q.ndim != 1 or k.ndim > 2 or q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            "q must be one vector and k one vector or a matrix of key rows of "
+            f"the same width, got shapes {q.shape} and {k.shape}"
+        )
+    return {
+        "dot": k @ q,
+        "neg_half_sq_distance": -0.5 * ((q - k) ** 2).sum(axis=-1),
+        "half_sq_norm_q": 0.5 * float(q @ q),
+        "half_sq_norm_k": 0.5 * (k**2).sum(axis=-1),
     }

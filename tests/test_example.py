@@ -37,7 +37,7 @@ def test_raw_scores_grow_with_the_width(width):
 def test_each_query_teaches_its_case():
     raw = example.raw_scores(4)
     np.testing.assert_array_equal(raw[0], [4, 0, 2, -4])  # one dominant key
-    np.testing.assert_array_equal(raw[1], [3, 1, 2, 2])  # a near-tie
+    np.testing.assert_array_equal(raw[1], [3, 1, 2, 2])  # K0 just ahead of a tie
     np.testing.assert_array_equal(raw[2], [-3, -1, 1, 3])  # evenly spaced
     np.testing.assert_array_equal(raw[3], [1, 1, 1, 1])  # all equal
     # All equal: uniform weights, ln 4 nats, at every width and scale.

@@ -1,0 +1,259 @@
+"""The claims of the formula, similarity and landing pages, each computed."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sdpa_ref
+from figures import formulas
+from sdpa_ref import example
+from sdpa_ref.similarity import distance_decomposition
+
+DOCS = Path(__file__).parents[1] / "docs"
+RNG = np.random.default_rng(20260129)
+
+
+# -- heads and head width -----------------------------------------------------
+
+
+def test_original_transformer_head_width_is_64_and_divisor_8():
+    # Vaswani et al. 2017, Section 3.2.2: d_k = d_v = d_model / h = 64.
+    d_k = example.head_width(example.TRANSFORMER_D_MODEL, example.TRANSFORMER_HEADS)
+    assert (example.TRANSFORMER_D_MODEL, example.TRANSFORMER_HEADS) == (512, 8)
+    assert d_k == 64
+    assert example.scale_divisor(d_k) == 8.0
+
+
+@pytest.mark.parametrize(("heads", "width"), [(1, 512), (4, 128), (16, 32), (32, 16)])
+def test_head_width_matches_table_3_rows_a(heads, width):
+    # Table 3, rows (A): h and d_k vary together at d_model = 512.
+    assert example.head_width(512, heads) == width
+
+
+def test_head_width_rejects_uneven_splits_and_bad_input():
+    with pytest.raises(ValueError, match="divide"):
+        example.head_width(512, 3)
+    with pytest.raises(ValueError, match="at least 1"):
+        example.head_width(512, 0)
+    with pytest.raises(TypeError):
+        example.head_width(512.0, 8)
+    with pytest.raises(TypeError):
+        example.scale_divisor(True)
+
+
+# -- the cross-attention example --------------------------------------------
+
+
+def test_cross_attention_sizes_all_differ_and_values_are_not_an_identity():
+    q, k, v = example.cross_attention_vectors()
+    n_q, d_k = q.shape
+    n_k, d_v = v.shape
+    assert k.shape == (n_k, d_k)
+    assert n_q != n_k
+    assert d_v not in {n_k, d_k}
+    # Not unit vectors: some value row has more than one nonzero coordinate.
+    assert np.count_nonzero(v, axis=1).max() > 1
+
+
+def test_cross_attention_output_is_a_mixture_of_value_rows():
+    q, k, v = example.cross_attention_vectors()
+    steps = sdpa_ref.attention_steps(q, k, v)
+    np.testing.assert_allclose(steps["output"], steps["weights"] @ v)
+    assert steps["output"].shape == (q.shape[0], v.shape[1])
+    # Each output row lies strictly inside the span of several value rows:
+    # no weight is 0 or 1, so no output simply copies one value.
+    assert np.all((steps["weights"] > 0.01) & (steps["weights"] < 0.99))
+
+
+def test_dropping_a_key_keeps_the_output_shape():
+    q, k, v = example.cross_attention_vectors()
+    assert (
+        sdpa_ref.attention(q, k[:2], v[:2]).shape == sdpa_ref.attention(q, k, v).shape
+    )
+
+
+# -- softmax and temperature --------------------------------------------------
+
+
+def test_softmax_is_the_fraction_of_exponentials():
+    s = np.array([2.0, 0.0, 1.0, -2.0])
+    np.testing.assert_allclose(sdpa_ref.softmax(s), np.exp(s) / np.exp(s).sum())
+
+
+def test_softmax_ignores_a_shift_of_the_row():
+    s = RNG.normal(size=(5, 7))
+    np.testing.assert_allclose(sdpa_ref.softmax(s + 100.0), sdpa_ref.softmax(s))
+
+
+def test_scaled_attention_is_softmax_at_temperature_sqrt_dk():
+    q, k, v = example.vectors(16)
+    _, w = sdpa_ref.attention(q, k, v, return_weights=True)
+    tau = example.scale_divisor(16)
+    np.testing.assert_allclose(w, sdpa_ref.softmax(q @ k.T / tau))
+
+
+def test_higher_temperature_is_flatter_and_keeps_the_order():
+    weights, entropies = sdpa_ref.temperature_sweep([4, 0, 2, -4], [0.5, 1, 2, 8])
+    assert np.all(np.diff(entropies) > 0)
+    assert np.all(np.diff(weights[:, 0]) < 0)  # K0, the top key, loses weight
+    for row in weights:
+        assert list(np.argsort(row)) == list(np.argsort(weights[0]))
+
+
+def test_softmax_fraction_typesets_the_computed_weight():
+    c = example.compare(0, 4)
+    latex = formulas.softmax_fraction(c.scaled_scores, 0, c.scaled_weights[0])
+    assert latex.endswith("= 0.657")
+    assert latex.count("e^{") == 5
+
+
+def test_value_mixture_typesets_one_term_per_value_row():
+    q, k, v = example.cross_attention_vectors()
+    steps = sdpa_ref.attention_steps(q, k, v)
+    latex = formulas.value_mixture(steps["weights"][0], v, steps["output"][0])
+    assert latex.count(r"\left[") == v.shape[0] + 1
+    assert latex.startswith(r"\begin{aligned}")
+
+
+# -- the distance identity ----------------------------------------------------
+
+
+@pytest.mark.parametrize("d", [1, 4, 64])
+def test_distance_identity_holds_for_random_vectors(d):
+    q = RNG.normal(size=d)
+    k = RNG.normal(size=(6, d))
+    parts = distance_decomposition(q, k)
+    np.testing.assert_allclose(
+        parts["neg_half_sq_distance"],
+        parts["dot"] - parts["half_sq_norm_q"] - parts["half_sq_norm_k"],
+    )
+    np.testing.assert_allclose(parts["dot"], k @ q)
+    np.testing.assert_allclose(
+        parts["neg_half_sq_distance"], -0.5 * np.linalg.norm(q - k, axis=1) ** 2
+    )
+
+
+def test_dot_product_attention_is_distance_attention_plus_a_key_bias():
+    q = RNG.normal(size=8)
+    k = RNG.normal(size=(5, 8)) * RNG.uniform(0.5, 3.0, size=(5, 1))
+    parts = distance_decomposition(q, k)
+    dot_weights = sdpa_ref.softmax(parts["dot"])
+    # The query term is a shift of the whole row: the softmax drops it.
+    np.testing.assert_allclose(
+        dot_weights,
+        sdpa_ref.softmax(parts["neg_half_sq_distance"] + parts["half_sq_norm_k"]),
+    )
+    # Without the key bias the weights differ, because the keys' lengths differ.
+    assert not np.allclose(dot_weights, sdpa_ref.softmax(parts["neg_half_sq_distance"]))
+
+
+def test_equal_key_lengths_make_distance_and_dot_attention_agree():
+    q, k, _ = example.vectors(4)
+    parts = distance_decomposition(q[0], k)
+    assert np.ptp(parts["half_sq_norm_k"]) == 0
+    np.testing.assert_allclose(
+        sdpa_ref.softmax(parts["dot"]),
+        sdpa_ref.softmax(parts["neg_half_sq_distance"]),
+    )
+
+
+def test_a_longer_query_is_a_lower_temperature():
+    raw = example.raw_scores(4)[0]
+    np.testing.assert_allclose(
+        sdpa_ref.softmax(2 * raw), sdpa_ref.temperature_sweep(raw, [0.5])[0][0]
+    )
+
+
+def test_doubling_k2_ties_it_with_k0_for_dot_but_not_for_distance():
+    q, k, _ = example.vectors(4)
+    k[2] = 2 * k[2]
+    parts = distance_decomposition(q[0], k)
+    assert parts["dot"][0] == parts["dot"][2]
+    assert parts["neg_half_sq_distance"][0] > parts["neg_half_sq_distance"][2]
+
+
+def test_distance_decomposition_checks_shapes():
+    with pytest.raises(ValueError, match="same width"):
+        distance_decomposition([1.0, 2.0], [[1.0, 2.0, 3.0]])
+    with pytest.raises(ValueError, match="one vector"):
+        distance_decomposition([[1.0, 2.0]], [1.0, 2.0])
+
+
+# -- the authored queries ---------------------------------------------------------
+
+
+def test_q1_near_tie_is_k2_and_k3_exactly_and_k0_one_ahead():
+    raw = example.raw_scores(4)[1]
+    assert raw[2] == raw[3]
+    assert raw[0] - raw[2] == 1
+    assert raw.argmax() == 0
+    assert raw[1] < raw[2]
+
+
+def test_k2_and_k3_are_perpendicular_but_equally_close_to_q1():
+    q, k, _ = example.vectors(4)
+    assert float(sdpa_ref.cosine_similarity(k[2], k[3])) == 0.0
+    assert float(sdpa_ref.cosine_similarity(q[1], k[2])) == pytest.approx(
+        float(sdpa_ref.cosine_similarity(q[1], k[3]))
+    )
+
+
+def test_scaled_weights_one_step_up_equal_unscaled_at_the_start():
+    start, step_up = example.WIDTHS[:2]
+    np.testing.assert_allclose(
+        example.compare(0, step_up).scaled_weights,
+        example.compare(0, start).raw_weights,
+    )
+    assert step_up / start == example.scale_divisor(step_up)
+
+
+# -- the pages ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "label",
+    [
+        "softmax-definition",
+        "logits-and-temperature",
+        "heads-and-width",
+        "where-qkv-come-from",
+    ],
+)
+def test_formula_page_defines_each_term_under_its_label(label):
+    text = (DOCS / "formula.md").read_text()
+    assert f"({label})=\n\n## " in text
+
+
+def test_similarity_page_does_not_claim_the_old_near_tie():
+    text = (DOCS / "similarity.md").read_text()
+    assert "near-tie between K0" not in text
+    assert "K2 and K3 tie exactly" in text
+
+
+def test_landing_map_follows_the_sidebar_and_speaks_to_the_reader():
+    text = (DOCS / "index.md").read_text()
+    assert "beyond the text" not in text.lower()
+    map_section = text.split("## A map of this site", 1)[1].split("\n## ", 1)[0]
+    groups = re.findall(r"^### (.+)$", map_section, re.M)
+    assert groups == [
+        "How attention computes",
+        "Attention in real kernels",
+        "Changing the recipe",
+        "Reference",
+    ]
+    pages = re.findall(r"^\[[^\]]+\]\((\w+)\.md\)$", map_section, re.M)
+    assert pages == [
+        "formula",
+        "similarity",
+        "scaling",
+        "steps",
+        "masks",
+        "precision",
+        "cost",
+        "flash",
+        "variants",
+        "api",
+        "references",
+    ]
