@@ -227,25 +227,69 @@ def online_trace_markdown(trace):
     )
 
 
-def hbm_markdown(rows):
-    """HBM accesses from :func:`sdpa_ref.flash.hbm_accesses`, one row per (N, M)."""
+def traffic_markdown(rows):
+    """HBM traffic of :func:`sdpa_ref.flash.hbm_traffic`, one row per (N, M).
+
+    Short headers, for phones: ``M`` in numbers, keys per block ``B_c``,
+    passes ``T_c``, numbers read or written by Algorithms 0 and 1, and their
+    ratio.
+
+    Examples
+    --------
+    >>> import sdpa_ref
+    >>> table = traffic_markdown([sdpa_ref.flash.hbm_traffic(4096, 64, 98_304)])
+    >>> print(table.splitlines()[-1])
+    | 4,096 | 98,304 | 384 | 11 | 68.2 M | 9.6 M | 7.1× |
+    """
     return markdown_table(
         [
             "N",
-            "on-chip memory M (elements)",
-            "standard, N d + N²",
-            "tiled, N² d² / M",
-            "standard / tiled",
+            "M",
+            "B_c",
+            "T_c",
+            "standard",
+            "FlashAttention",
+            "ratio",
         ],
         [
             [
                 f"{r['n']:,}",
                 f"{r['m']:,}",
+                f"{r['block_cols']:,}",
+                f"{r['passes']:,}",
                 human_count(r["standard"]),
                 human_count(r["flash"]),
                 f"{r['ratio']:.1f}×",
             ]
             for r in rows
+        ],
+    )
+
+
+def tradeoff_markdown(figure):
+    """The measurement of the FlashAttention paper's Figure 2 (left), as a table.
+
+    Parameters
+    ----------
+    figure : dict
+        :data:`sdpa_ref.flash.FIGURE_2`.
+
+    Examples
+    --------
+    >>> import sdpa_ref
+    >>> print(tradeoff_markdown(sdpa_ref.flash.FIGURE_2).splitlines()[2])
+    | GFLOPs | 66.6 | 75.2 |
+    """
+    std, flash = figure["standard"], figure["flash"]
+    return markdown_table(
+        ["", "standard attention", "FlashAttention"],
+        [
+            [label, f"{std[key]:g}", f"{flash[key]:g}"]
+            for label, key in (
+                ("GFLOPs", "gflops"),
+                ("HBM reads and writes (GB)", "hbm_gb"),
+                ("runtime (ms)", "runtime_ms"),
+            )
         ],
     )
 

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from ._checks import positive_int
 
-__all__ = ["attention_macs", "cost_table", "kv_cache_bytes", "score_bytes"]
+__all__ = [
+    "OLMO_2_7B",
+    "attention_macs",
+    "cost_table",
+    "kv_cache_bytes",
+    "model_score_bytes",
+    "score_bytes",
+]
+
+#: Attention shape of OLMo 2 7B from its model card (allenai/OLMo-2-1124-7B
+#: on Hugging Face): 32 layers, 32 attention heads, context length 4096.
+OLMO_2_7B = {"layers": 32, "heads": 32, "context": 4096}
 
 
 def attention_macs(n_q, n_k, d_k, d_v, *, heads=1):
@@ -36,6 +47,26 @@ def score_bytes(n_q, n_k, *, heads=1, itemsize=4):
     """
     n_q, n_k = positive_int(n_q, "n_q"), positive_int(n_k, "n_k")
     return positive_int(heads, "heads") * n_q * n_k * positive_int(itemsize, "itemsize")
+
+
+def model_score_bytes(n, *, layers, heads, itemsize=2):
+    """Bytes of every head's weight matrix in every layer, for one sequence.
+
+    Training with standard attention keeps each layer's ``n x n`` weights
+    ``P`` for the backward pass, one matrix per head:
+    ``layers * heads * n² * itemsize``.
+
+    Examples
+    --------
+    OLMo 2 7B's 32 layers of 32 heads at its context length, 16-bit: 32 GiB.
+
+    >>> model_score_bytes(4096, layers=32, heads=32) / 2**30
+    32.0
+    """
+    layers = positive_int(layers, "layers")
+    return score_bytes(
+        n, n, heads=layers * positive_int(heads, "heads"), itemsize=itemsize
+    )
 
 
 def kv_cache_bytes(seq_len, *, layers, kv_heads, head_dim, itemsize=2, batch=1):

@@ -1,4 +1,8 @@
-"""FlashAttention's ideas in numbers: the online softmax, memory, HBM traffic."""
+"""FlashAttention's ideas in numbers: the online softmax, memory, HBM traffic.
+
+Every number quoted from outside the project sits in a constant below with its
+source and setting; everything else is computed.
+"""
 
 from __future__ import annotations
 
@@ -10,16 +14,59 @@ import tracemalloc
 import numpy as np
 
 from ._checks import positive_int, real_array
-from .core import attention, tiled_attention
+from .core import attention, softmax, tiled_attention
 from .random_model import SEED
 
 __all__ = [
-    "PAPER_MEMORY_SAVINGS",
-    "hbm_accesses",
+    "A100_HBM_GB",
+    "A100_SMS",
+    "A100_SRAM_BYTES",
+    "FIGURE_2",
+    "PAPER_MAX_MEMORY_SAVING",
+    "README_MEMORY_SAVINGS",
+    "README_SETTING",
+    "attention_gradients",
+    "block_sizes",
+    "figure_2_ratios",
+    "gradient_check",
+    "hbm_traffic",
     "memory_sweep",
     "online_softmax_trace",
     "peak_memory",
+    "sram_elements",
+    "tiled_attention_gradients",
 ]
+
+#: The A100 GPU as Dao et al. (2022, arXiv:2205.14135, Section 2.1) describe
+#: it: "40-80GB of high bandwidth memory (HBM) ... and 192KB of on-chip SRAM
+#: per each of 108 streaming multiprocessors".
+A100_HBM_GB = (40, 80)
+A100_SMS = 108
+#: The A100's SRAM per streaming multiprocessor in bytes, a KB taken as 1024.
+A100_SRAM_BYTES = 192 * 1024
+
+#: Figure 2 (left) of Dao et al. (2022): attention of GPT-2 medium (sequence
+#: length 1024, head dimension 64, 16 heads, batch size 64), forward plus
+#: backward pass, on an A100 GPU. Quoted, not computed.
+FIGURE_2 = {
+    "setting": {"seq_len": 1024, "head_dim": 64, "heads": 16, "batch": 64},
+    "standard": {"gflops": 66.6, "hbm_gb": 40.3, "runtime_ms": 41.7},
+    "flash": {"gflops": 75.2, "hbm_gb": 4.4, "runtime_ms": 7.3},
+}
+
+#: "FlashAttention is up to 20x more memory efficient than exact attention
+#: baselines" (Dao et al. 2022, Section 4.3, Figure 3 right: attention memory
+#: on one A100 with 40 GB of HBM, with dropout and a padding mask).
+PAPER_MAX_MEMORY_SAVING = 20
+
+#: Memory savings of FlashAttention over PyTorch's standard attention by
+#: sequence length, from the memory benchmark of the flash-attention README
+#: ("We see 10X memory savings at sequence length 2K, and 20X at 4K"): A100,
+#: batch size 8, head dimension 64, 12 heads (the setting the README gave when
+#: it published the graph in May 2022). Quoted, not computed.
+README_MEMORY_SAVINGS = {2048: 10, 4096: 20}
+#: The benchmark setting of :data:`README_MEMORY_SAVINGS`.
+README_SETTING = {"batch": 8, "head_dim": 64, "heads": 12}
 
 
 def online_softmax_trace(scores, values, block_size):
@@ -91,14 +138,54 @@ def online_softmax_trace(scores, values, block_size):
     return steps, acc / total
 
 
-def hbm_accesses(n, d, m):
-    """HBM accesses of standard and tiled attention, to leading order.
+def sram_elements(sram_bytes, itemsize):
+    """How many numbers of ``itemsize`` bytes fit in ``sram_bytes``: the paper's ``M``.
 
-    Dao et al. (2022), Theorem 2: standard attention makes ``Θ(N d + N²)``
-    accesses to the GPU's main memory (HBM), FlashAttention
-    ``Θ(N² d² / M)`` with on-chip memory of ``M`` elements, for
-    ``d <= M <= N d``. The constants are dropped, so compare orders of
-    magnitude and trends, not exact counts.
+    Examples
+    --------
+    The A100's 192 KB per streaming multiprocessor, in 16-bit and 32-bit numbers:
+
+    >>> sram_elements(A100_SRAM_BYTES, 2), sram_elements(A100_SRAM_BYTES, 4)
+    (98304, 49152)
+    """
+    return positive_int(sram_bytes, "sram_bytes") // positive_int(itemsize, "itemsize")
+
+
+def block_sizes(d, m):
+    """Algorithm 1's block sizes: ``B_c = ceil(M / 4d)`` keys, ``B_r = min(B_c, d)``.
+
+    Four blocks of ``d``-wide rows (``K_j``, ``V_j``, ``Q_i``, ``O_i``) then
+    fit in ``M`` numbers of on-chip memory (Dao et al. 2022, Algorithm 1,
+    line 1).
+
+    Examples
+    --------
+    >>> block_sizes(64, 98_304)
+    (384, 64)
+    """
+    d, m = positive_int(d, "d"), positive_int(m, "m")
+    cols = -(-m // (4 * d))
+    return cols, min(cols, d)
+
+
+def hbm_traffic(n, d, m):
+    """HBM reads and writes of one head's forward pass, counted line by line.
+
+    Standard attention, Dao et al. (2022) Algorithm 0: line 1 reads ``Q`` and
+    ``K`` and writes ``S``; line 2 reads ``S`` and writes ``P``; line 3 reads
+    ``P`` and ``V`` and writes ``O``: ``4 N d + 4 N²`` numbers.
+
+    FlashAttention, Algorithm 1, with ``T_c = ceil(N / B_c)`` blocks of keys
+    (:func:`block_sizes`): line 2 writes the initial ``O``, ``ℓ`` and ``m``
+    (``N d + 2 N``); line 6 reads every block of ``K`` and ``V`` once
+    (``2 N d``); and for each of the ``T_c`` key blocks the inner loop reads
+    all of ``Q``, ``O``, ``ℓ`` and ``m`` (line 8) and writes ``O``, ``ℓ`` and
+    ``m`` back (lines 12-13), ``3 N d + 4 N`` per pass. In all
+    ``3 N d + 2 N + T_c (3 N d + 4 N)``.
+
+    The leading terms are ``4 N²`` and ``3 N d T_c ≈ 12 N² d² / M``, so the
+    ratio tends to about ``M / (3 d²)``: Theorem 2's orders of growth with
+    their constants.
 
     Parameters
     ----------
@@ -107,42 +194,240 @@ def hbm_accesses(n, d, m):
     d : int
         Head width.
     m : int
-        On-chip (SRAM) memory, in elements.
+        On-chip (SRAM) memory, in numbers (elements), ``d <= M <= N d`` as in
+        Theorem 2.
 
     Returns
     -------
     dict
-        ``n``, ``d``, ``m``, and ``standard``, ``flash`` and ``ratio``
-        (standard over flash).
+        ``n``, ``d``, ``m``, ``block_cols`` (``B_c``), ``block_rows``
+        (``B_r``), ``passes`` (``T_c``), ``standard`` and ``flash`` (numbers
+        read or written), ``ratio`` (standard over flash) and
+        ``leading_ratio`` (``M / 3d²``).
 
     Examples
     --------
-    >>> a = hbm_accesses(4096, 64, 100_000)
-    >>> a["standard"], round(a["flash"]), round(a["ratio"], 1)
-    (17039360, 687195, 24.8)
+    >>> t = hbm_traffic(4096, 64, 98_304)
+    >>> t["block_cols"], t["passes"], t["standard"], t["flash"]
+    (384, 11, 68157440, 9625600)
+    >>> round(t["ratio"], 2), t["leading_ratio"]
+    (7.08, 8.0)
     """
     n, d, m = positive_int(n, "n"), positive_int(d, "d"), positive_int(m, "m")
     if not d <= m <= n * d:
         raise ValueError(
             f"the bound holds for d <= M <= N d, got d={d}, M={m}, N d={n * d}"
         )
-    standard = n * d + n * n
-    flash = n * n * d * d / m
+    cols, rows = block_sizes(d, m)
+    passes = -(-n // cols)
+    standard = 4 * n * d + 4 * n * n
+    flash = 3 * n * d + 2 * n + passes * (3 * n * d + 4 * n)
     return {
         "n": n,
         "d": d,
         "m": m,
+        "block_cols": cols,
+        "block_rows": rows,
+        "passes": passes,
         "standard": standard,
         "flash": flash,
         "ratio": standard / flash,
+        "leading_ratio": m / (3 * d * d),
+    }
+
+
+def figure_2_ratios(figure=None):
+    """What the paper's Figure 2 (left) measured, as three ratios.
+
+    Returns
+    -------
+    dict
+        ``extra_flops`` (FlashAttention's GFLOPs over standard attention's),
+        ``less_traffic`` (standard HBM gigabytes over FlashAttention's) and
+        ``speedup`` (standard runtime over FlashAttention's).
+
+    Examples
+    --------
+    >>> r = figure_2_ratios()
+    >>> round(r["extra_flops"], 2), round(r["less_traffic"], 1), round(r["speedup"], 1)
+    (1.13, 9.2, 5.7)
+    """
+    fig = FIGURE_2 if figure is None else figure
+    std, flash = fig["standard"], fig["flash"]
+    return {
+        "extra_flops": flash["gflops"] / std["gflops"],
+        "less_traffic": std["hbm_gb"] / flash["hbm_gb"],
+        "speedup": std["runtime_ms"] / flash["runtime_ms"],
+    }
+
+
+def _head(q, k, v, grad_out):
+    q = real_array(q, "q", min_ndim=2, dtype=np.float64)
+    k = real_array(k, "k", min_ndim=2, dtype=np.float64)
+    v = real_array(v, "v", min_ndim=2, dtype=np.float64)
+    do = real_array(grad_out, "grad_out", min_ndim=2, dtype=np.float64)
+    if not (q.ndim == k.ndim == v.ndim == do.ndim == 2):
+        raise ValueError("q, k, v and grad_out must be 2-D: one head, no batch")
+    if k.shape[1] != q.shape[1] or v.shape[0] != k.shape[0]:
+        raise ValueError(
+            f"need q (n_q, d), k (n_k, d), v (n_k, d_v), got {q.shape}, "
+            f"{k.shape}, {v.shape}"
+        )
+    if do.shape != (q.shape[0], v.shape[1]):
+        raise ValueError(
+            f"grad_out must have the output's shape {(q.shape[0], v.shape[1])}, "
+            f"got {do.shape}"
+        )
+    return q, k, v, do, 1.0 / np.sqrt(q.shape[1])
+
+
+def attention_gradients(q, k, v, grad_out):
+    """The backward pass of one head, with the whole weight matrix ``P`` in memory.
+
+    For ``O = P V``, ``P = softmax(S)``, ``S = τ Q Kᵀ`` with ``τ = 1/√d`` and
+    the gradient ``dO`` of some loss with respect to ``O``::
+
+        dV = Pᵀ dO        dP = dO Vᵀ        dS = P ∘ (dP − rowsum(P ∘ dP))
+        dQ = τ dS K       dK = τ dSᵀ Q
+
+    This is the reference that :func:`tiled_attention_gradients` must match.
+
+    Returns
+    -------
+    dict
+        ``dq``, ``dk``, ``dv``, each shaped like its input.
+
+    Examples
+    --------
+    >>> from sdpa_ref import example
+    >>> Q, K, V = example.vectors(4)
+    >>> g = attention_gradients(Q, K, V, np.ones((4, 2)))
+    >>> g["dv"].sum(axis=0)  # each row of P sums to 1: dV's rows add up to dO's
+    array([4., 4.])
+    """
+    q, k, v, do, tau = _head(q, k, v, grad_out)
+    p = softmax(tau * (q @ k.T))
+    dp = do @ v.T
+    ds = p * (dp - (p * dp).sum(axis=1, keepdims=True))
+    return {"dq": tau * (ds @ k), "dk": tau * (ds.T @ q), "dv": p.T @ do}
+
+
+def tiled_attention_gradients(q, k, v, grad_out, block_size=128):
+    """The backward pass of FlashAttention-2, one block of keys at a time.
+
+    The forward pass keeps the output ``O`` and one number per query, the
+    log-sum-exp ``L = m + log ℓ`` of its scaled scores (Dao 2023,
+    FlashAttention-2, Section 3.1). The backward pass first forms
+    ``D = rowsum(dO ∘ O)``, which equals ``rowsum(P ∘ dP)`` (Dao et al. 2022,
+    Appendix B.2, eq. 4), then, for each block ``j`` of keys, recomputes the
+    block of weights from ``Q``, ``K_j`` and ``L`` and uses it at once::
+
+        P_j = exp(τ Q K_jᵀ − L)      dV_j = P_jᵀ dO      dP_j = dO V_jᵀ
+        dS_j = P_j ∘ (dP_j − D)      dQ += τ dS_j K_j     dK_j = τ dS_jᵀ Q
+
+    No ``n_q x n_k`` array ever exists: the largest is one ``n_q x block``
+    block. (FlashAttention also splits the queries into blocks; that changes
+    where the numbers live, not the arithmetic.)
+
+    Returns
+    -------
+    dict
+        ``dq``, ``dk``, ``dv``; ``output`` and ``logsumexp``, what the forward
+        pass saved; ``saved_per_query`` (1, the log-sum-exp) against
+        ``weights_per_query`` (``n_k``, a row of ``P``); and
+        ``largest_block`` (entries of the biggest score block).
+
+    Examples
+    --------
+    >>> from sdpa_ref import example
+    >>> Q, K, V = example.vectors(4)
+    >>> dO = np.ones((4, 2))
+    >>> tiled = tiled_attention_gradients(Q, K, V, dO, block_size=3)
+    >>> dense = attention_gradients(Q, K, V, dO)
+    >>> bool(max(np.abs(tiled[x] - dense[x]).max() for x in dense) < 1e-14)
+    True
+    >>> tiled["logsumexp"].shape, tiled["largest_block"]
+    ((4,), 12)
+    """
+    q, k, v, do, tau = _head(q, k, v, grad_out)
+    block_size = positive_int(block_size, "block_size")
+    n_q, n_k = q.shape[0], k.shape[0]
+    # Forward pass: the online softmax, keeping only O and L = m + log(l).
+    m, total, acc = np.full(n_q, -np.inf), np.zeros(n_q), np.zeros((n_q, v.shape[1]))
+    for start in range(0, n_k, block_size):
+        s = tau * (q @ k[start : start + block_size].T)
+        m_new = np.maximum(m, s.max(axis=1))
+        rescale = np.exp(m - m_new)
+        e = np.exp(s - m_new[:, None])
+        total = rescale * total + e.sum(axis=1)
+        acc = rescale[:, None] * acc + e @ v[start : start + block_size]
+        m = m_new
+    out = acc / total[:, None]
+    lse = m + np.log(total)
+    # Backward pass.
+    delta = (do * out).sum(axis=1, keepdims=True)
+    dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+    largest = 0
+    for start in range(0, n_k, block_size):
+        stop = min(start + block_size, n_k)
+        p = np.exp(tau * (q @ k[start:stop].T) - lse[:, None])
+        largest = max(largest, p.size)
+        dv[start:stop] = p.T @ do
+        ds = p * (do @ v[start:stop].T - delta)
+        dq += tau * (ds @ k[start:stop])
+        dk[start:stop] = tau * (ds.T @ q)
+    return {
+        "dq": dq,
+        "dk": dk,
+        "dv": dv,
+        "output": out,
+        "logsumexp": lse,
+        "saved_per_query": 1,
+        "weights_per_query": n_k,
+        "largest_block": largest,
+    }
+
+
+def gradient_check(n=256, d=64, block_size=64, *, seed=SEED):
+    """Seeded random inputs through both backward passes: how far apart they land.
+
+    Returns
+    -------
+    dict
+        ``n``, ``d``, ``block_size``, ``max_abs_diff`` (largest difference over
+        ``dQ``, ``dK`` and ``dV``), ``saved`` (numbers the forward pass keeps
+        for the backward besides ``O``: ``n`` log-sum-exps), ``weights`` (the
+        ``n²`` entries of ``P`` a standard implementation keeps instead) and
+        ``largest_block`` (entries of the biggest block of ``P`` in memory).
+
+    Examples
+    --------
+    >>> c = gradient_check(64, 8, 16)
+    >>> c["max_abs_diff"] < 1e-13, c["saved"], c["weights"], c["largest_block"]
+    (True, 64, 4096, 1024)
+    """
+    n, d = positive_int(n, "n"), positive_int(d, "d")
+    rng = np.random.default_rng((seed, n, d))
+    q, k, v, do = (rng.standard_normal((n, d)) for _ in range(4))
+    dense = attention_gradients(q, k, v, do)
+    tiled = tiled_attention_gradients(q, k, v, do, block_size)
+    return {
+        "n": n,
+        "d": d,
+        "block_size": block_size,
+        "max_abs_diff": float(max(np.abs(tiled[x] - dense[x]).max() for x in dense)),
+        "saved": int(tiled["logsumexp"].size),
+        "weights": n * n,
+        "largest_block": tiled["largest_block"],
     }
 
 
 def peak_memory(fn, *args, **kwargs):
     """Peak bytes that NumPy allocates while ``fn(*args, **kwargs)`` runs.
 
-    ``tracemalloc`` sees every NumPy array allocation, deterministically, so
-    the same call always reports the same peak (unlike the process's RSS).
+    ``tracemalloc`` sees every NumPy array allocation, so the same call
+    reports the same peak up to the interpreter's own bookkeeping, a few tens
+    of bytes (unlike the process's RSS, which moves by pages).
 
     Examples
     --------
@@ -222,9 +507,3 @@ def memory_sweep(lengths, d=64, block_size=128, *, seed=SEED, isolated=True):
     for row in rows:
         row["memory_ratio"] = row["dense_bytes"] / row["tiled_bytes"]
     return rows
-
-
-#: Memory savings that Dao et al. (2022) report for FlashAttention over
-#: standard attention, by sequence length: "10x memory savings at sequence
-#: length 2K and 20x at 4K". Quoted, not computed; the site measures its own.
-PAPER_MEMORY_SAVINGS = {2048: 10, 4096: 20}
