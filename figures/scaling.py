@@ -139,7 +139,7 @@ def broken_models_figure(widths, sweep, labels):
 
 
 @styled
-def saturation_figure(spreads, curves, d_k):
+def saturation_figure(spreads, curves, d_k, highlight=None, cap=None):
     """Top weight and softmax Jacobian norm against the raw scores' spread.
 
     Parameters
@@ -150,16 +150,23 @@ def saturation_figure(spreads, curves, d_k):
         The result of :func:`sdpa_ref.saturation`.
     d_k : int
         The width whose square root divides the scaled row.
+    highlight : float, optional
+        A spread to mark with a vertical line in both panels, labelled with
+        ``d_k``: the spread the random model predicts at that width.
+    cap : float, optional
+        The largest possible Jacobian norm, drawn as a horizontal line.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    fig, (top_ax, jac_ax) = new_figure(7.0, 3.2, ncols=2)
+    fig, (top_ax, jac_ax) = new_figure(7.0, 3.4, ncols=2)
     for ax, key, ylabel in (
         (top_ax, "top_weight", "largest weight in the row"),
-        (jac_ax, "jacobian_norm", "norm of the softmax Jacobian"),
+        (jac_ax, "jacobian_norm", "spectral norm of the softmax Jacobian"),
     ):
+        if highlight is not None:
+            ax.axvline(highlight, color=MUTED, linewidth=0.8, linestyle=":")
         ax.plot(
             spreads,
             curves[f"{key}_raw"],
@@ -178,9 +185,33 @@ def saturation_figure(spreads, curves, d_k):
         ax.set_xlabel("spread of the raw scores\n(standard deviations)")
         ax.set_ylabel(ylabel)
     top_ax.set_ylim(0, 1.02)
-    top_ax.legend(loc="lower right", fontsize=9)
+    top_ax.legend(loc="center left", bbox_to_anchor=(0.1, 0.72), fontsize=9)
     jac_ax.set_yscale("log")
-    jac_ax.set_ylim(1e-12, 1)
+    jac_ax.set_ylim(1e-12, 8)
+    if cap is not None:
+        jac_ax.axhline(cap, color=MUTED, linewidth=1, linestyle="-.")
+        jac_ax.annotate(
+            f"largest possible: {cap:g}",
+            (spreads[-1], cap),
+            xytext=(0, 3),
+            textcoords="offset points",
+            ha="right",
+            va="bottom",
+            color=MUTED,
+            fontsize=9,
+        )
+    if highlight is not None:
+        for ax, y in ((top_ax, 0.03), (jac_ax, 1e-3)):
+            ax.annotate(
+                f"$d_k$ = {d_k}",
+                (highlight, y),
+                xytext=(-3, 0),
+                textcoords="offset points",
+                ha="right",
+                va="bottom",
+                color=INK,
+                fontsize=9,
+            )
     top_ax.set_title("Softmax concentrates ...", loc="left")
     jac_ax.set_title("... and passes back less gradient", loc="left")
     return fig
@@ -188,7 +219,7 @@ def saturation_figure(spreads, curves, d_k):
 
 @styled
 def entropy_vs_divisor_figure(divisors, entropies, labels, ceiling, marks):
-    """Entropy of softmax(scores / t) against the divisor t, one line per row.
+    """Entropy of softmax(scores / τ) against the temperature τ, one line per row.
 
     Parameters
     ----------
@@ -199,7 +230,9 @@ def entropy_vs_divisor_figure(divisors, entropies, labels, ceiling, marks):
     ceiling : float
         ``ln n_k``, drawn as a reference line.
     marks : dict of str to float
-        Divisors to mark, label to value (for example unscaled at 1).
+        Divisors to mark, label to value (for example unscaled at 1). Each
+        label is written above the plot, centred on its line, so labels of
+        nearby divisors do not run into each other or into the curves.
 
     Returns
     -------
@@ -218,7 +251,7 @@ def entropy_vs_divisor_figure(divisors, entropies, labels, ceiling, marks):
         )
     ax.axhline(ceiling, color=MUTED, linewidth=1, linestyle=":")
     ax.annotate(
-        f"ceiling ln n_k = {ceiling:.3f} nats",
+        f"ceiling $\\ln n_k$ = {ceiling:.3f} nats",
         (divisors[0], ceiling),
         xytext=(2, 4),
         textcoords="offset points",
@@ -231,15 +264,18 @@ def entropy_vs_divisor_figure(divisors, entropies, labels, ceiling, marks):
         ax.axvline(t, color=MUTED, linewidth=0.8)
         ax.annotate(
             label,
-            (t, 0.02),
-            xytext=(3, 0),
+            (t, 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(0, 3),
             textcoords="offset points",
+            ha="center",
+            va="bottom",
             fontsize=9,
-            color=MUTED,
+            color=INK,
         )
     ax.set_xscale("log", base=2)
     ax.set_ylim(0, ceiling * 1.12)
-    ax.set_xlabel("divisor t of the scores")
+    ax.set_xlabel("temperature τ, the divisor of the scores")
     ax.set_ylabel("entropy of the weights (nats)")
     ax.legend(loc="lower right", fontsize=9)
     return fig

@@ -1,4 +1,10 @@
-"""How spread out a weight row is: entropy, and the softmax Jacobian."""
+"""How spread out a weight row is: entropy, and the softmax Jacobian.
+
+Two facts carry the page on scaling. The softmax Jacobian is
+``diag(w) - w wᵀ``, whose spectral norm never exceeds 1/2 and falls to 0
+as the row saturates. And the entropy of ``softmax(beta * s)`` never rises
+with ``beta``: its derivative is ``-beta Var_w(s)``.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +14,28 @@ from ._checks import real_array
 from .core import softmax
 
 __all__ = [
+    "JACOBIAN_NORM_CAP",
     "entropy",
+    "entropy_slope",
     "max_entropy",
     "saturation",
+    "shifted_weights",
     "softmax_jacobian",
     "softmax_jacobian_norm",
+    "temperature_sweep",
+    "weight_ratio",
 ]
 
 #: How far a weight row's sum may be from 1 and still count as a distribution.
 SUM_TOLERANCE = 1e-6
+
+#: The largest spectral norm the softmax Jacobian can have, at any scores.
+#: For a unit vector x, ``xᵀ (diag(w) - w wᵀ) x`` is the variance of the
+#: entries of x under the weights w. Two entries of a unit vector differ by at
+#: most sqrt(2), and anything confined to an interval of length L has variance
+#: at most (L/2)² (no more than its mean squared distance to the midpoint), so
+#: the variance is at most 1/2. Two keys with weight 1/2 each reach it.
+JACOBIAN_NORM_CAP = 0.5
 
 
 def _weights(weights, axis=-1):
@@ -134,16 +153,19 @@ def softmax_jacobian(weights):
 
 
 def softmax_jacobian_norm(weights):
-    """Spectral norm of the softmax Jacobian at each weight row.
+    """Spectral norm (largest singular value) of the softmax Jacobian per row.
 
     The Jacobian is symmetric positive semidefinite, so this is its largest
-    eigenvalue. It is at most 1/2, reached when two keys share the weight
-    equally, and tends to 0 as one weight tends to 1.
+    eigenvalue. It is at most 1/2 (:data:`~sdpa_ref.spread.JACOBIAN_NORM_CAP`),
+    reached when two keys share the weight equally, and tends to 0 as one
+    weight tends to 1.
 
     Examples
     --------
     >>> print(f"{softmax_jacobian_norm([0.5, 0.5]):.3f}")
     0.500
+    >>> print(f"{softmax_jacobian_norm([0.25, 0.25, 0.25, 0.25]):.3f}")
+    0.250
     >>> print(f"{softmax_jacobian_norm(softmax([40.0, 0.0])):.1e}")
     8.5e-18
     """
@@ -235,6 +257,52 @@ def temperature_sweep(scores, divisors):
         raise ValueError("divisors must be positive and finite")
     weights = softmax(row[None, :] / t[:, None])
     return weights, entropy(weights)
+
+
+def entropy_slope(scores, beta):
+    """Derivative of the entropy of ``softmax(beta * scores)`` with respect to ``beta``.
+
+    With ``w = softmax(beta s)``, ``ln w_i = beta s_i - ln Z``, so
+    ``H = ln Z - beta E_w[s]``. Since ``d ln Z / d beta = E_w[s]`` and
+    ``d E_w[s] / d beta = Var_w(s)``,
+
+    ``dH/d beta = -beta Var_w(s)``,
+
+    which is never positive for ``beta >= 0``: a larger ``beta`` (a lower
+    temperature, ``1 / beta``) never spreads the weights more evenly.
+
+    Parameters
+    ----------
+    scores : array_like, shape (n,)
+    beta : float or array_like of shape (m,)
+        Inverse temperatures.
+
+    Returns
+    -------
+    float or numpy.ndarray of shape (m,)
+
+    Examples
+    --------
+    >>> print(f"{entropy_slope([4, 0, 2, -4], 1.0):.3f}")
+    -0.651
+    >>> entropy_slope([1, 1, 1], 2.0)  # equal scores: no variance, no change
+    0.0
+    """
+    row = real_array(scores, "scores", min_ndim=1, dtype=np.float64)
+    b = real_array(beta, "beta", dtype=np.float64)
+    if row.ndim != 1 or b.ndim > 1:
+        raise ValueError(
+            f"scores must be 1-D and beta a number or 1-D, got shapes {row.shape} "
+            f"and {b.shape}"
+        )
+    if not (np.isfinite(row).all() and np.isfinite(b).all()):
+        raise ValueError("scores and beta must be finite")
+    betas = np.atleast_1d(b)
+    weights = softmax(betas[:, None] * row[None, :])
+    centred = row[None, :] - (weights * row).sum(axis=-1, keepdims=True)
+    # 0 - x rather than -x, so that a row of equal scores gives 0.0, not -0.0.
+    slope = 0.0 - betas * (weights * centred**2).sum(axis=-1)
+    return float(slope[0]) if b.ndim == 0 else slope
 
 
 def shifted_weights(scores, shifts):

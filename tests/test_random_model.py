@@ -74,3 +74,26 @@ def test_measured_score_std_tracks_sqrt_dk():
     widths = [4, 16, 64, 256, 512]
     measured = sdpa_ref.measured_score_std(widths, 20_000)
     np.testing.assert_allclose(measured, np.sqrt(widths), rtol=0.04)
+
+
+def test_key_std_defaults_to_the_query_profile():
+    std = np.linspace(0.5, 1.5, 32)
+    assert dot_product_std(32, std=std, key_std=std) == dot_product_std(32, std=std)
+    np.testing.assert_array_equal(
+        sample_dot_products(32, 500, std=std, key_std=std),
+        sample_dot_products(32, 500, std=std),
+    )
+
+
+def test_separate_key_variances_give_the_trace_formula():
+    a = np.linspace(0.2, 1.8, 16)  # variances of q's coordinates
+    b = a[::-1]  # keys vary most where queries vary least
+    exact = dot_product_std(16, std=np.sqrt(a), key_std=np.sqrt(b))
+    assert exact == pytest.approx(np.sqrt(a @ b))
+    samples = sample_dot_products(16, N, std=np.sqrt(a), key_std=np.sqrt(b))
+    assert samples.std() == pytest.approx(exact, rel=0.03)
+
+
+def test_unequal_variance_model_uses_the_variance_profile():
+    std = sdpa_ref.BROKEN_MODELS["variances spread from 0.1 to 1.9"]["std"]
+    np.testing.assert_allclose(std(8) ** 2, np.linspace(0.1, 1.9, 8))

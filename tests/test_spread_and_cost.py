@@ -22,7 +22,7 @@ def test_jacobian_norm_is_at_most_one_half_and_vanishes_when_saturated():
     rng = np.random.default_rng(SEED)
     w = softmax(rng.normal(size=(200, 5)) * 3)
     norms = softmax_jacobian_norm(w)
-    assert (norms <= 0.5 + 1e-12).all()
+    assert (norms <= sdpa_ref.spread.JACOBIAN_NORM_CAP + 1e-12).all()
     assert softmax_jacobian_norm([0.5, 0.5]) == pytest.approx(0.5)
     # 2 e^-40 (1 - e^-40): accurate even though 1 - w_0 rounds to 0.
     assert softmax_jacobian_norm(softmax([40.0, 0.0])) == pytest.approx(
@@ -61,3 +61,8 @@ def test_kv_cache_shrinks_by_the_group_factor():
     gqa = sdpa_ref.kv_cache_bytes(8192, layers=32, kv_heads=8, head_dim=128)
     mqa = sdpa_ref.kv_cache_bytes(8192, layers=32, kv_heads=1, head_dim=128)
     assert mha == 4 * gqa == 32 * mqa == 4 * 2**30
+
+
+def test_model_score_bytes_multiplies_one_head_by_layers_and_heads():
+    one = sdpa_ref.score_bytes(2048, 2048, itemsize=2)
+    assert sdpa_ref.cost.model_score_bytes(2048, layers=3, heads=5) == 15 * one
