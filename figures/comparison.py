@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.patches import Polygon
 
-from .style import INK, KEY_COLORS, MUTED, new_figure, styled
+from .style import INK, KEY_COLORS, MUTED, PAGE_WIDTH, new_figure, styled
 
 
 def _hull(points: np.ndarray) -> np.ndarray:
@@ -40,7 +40,7 @@ def weights_figure(comparison, key_names):
     matplotlib.figure.Figure
     """
     c = comparison
-    fig, axes = new_figure(7.0, 2.9, ncols=2, sharey=True)
+    fig, axes = new_figure(PAGE_WIDTH, 5.4, nrows=2, sharey=True)
     panels = (
         ("Unscaled: softmax(q·k)", c.raw_scores, c.raw_weights, c.raw_entropy),
         (
@@ -53,7 +53,7 @@ def weights_figure(comparison, key_names):
     x = np.arange(len(key_names))
     for ax, (title, scores, weights, h) in zip(axes, panels, strict=True):
         bars = ax.bar(x, weights, color=KEY_COLORS[: len(x)], width=0.7)
-        ax.bar_label(bars, labels=[f"{w:.3f}" for w in weights], padding=2, fontsize=9)
+        ax.bar_label(bars, labels=[f"{w:.3f}" for w in weights], padding=2)
         ax.set_xticks(
             x,
             [
@@ -66,7 +66,8 @@ def weights_figure(comparison, key_names):
         )
         ax.set_ylim(0, 1.12)
         ax.set_xlabel("key, and its score")
-    axes[0].set_ylabel("attention weight")
+    for ax in axes:
+        ax.set_ylabel("attention weight")
     return fig
 
 
@@ -85,7 +86,7 @@ def mixture_figure(comparison, values, key_names):
     matplotlib.figure.Figure
     """
     c = comparison
-    fig, ax = new_figure(4.6, 4.0)
+    fig, ax = new_figure(PAGE_WIDTH, 4.0)
     hull = _hull(values)
     ax.add_patch(Polygon(hull, closed=True, facecolor="#f0f0f0", edgecolor="#bdbdbd"))
     for j, (point, name) in enumerate(zip(values, key_names, strict=True)):
@@ -120,6 +121,6 @@ def mixture_figure(comparison, values, key_names):
     ax.set_aspect("equal")
     ax.set_xlabel("value coordinate 1")
     ax.set_ylabel("value coordinate 2")
-    ax.legend(loc="lower left", fontsize=9)
+    ax.legend(loc="lower left")
     ax.set_title("Each output is a weighted average of the values", loc="left")
     return fig

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from .style import MUTED, SCALED_COLOR, UNSCALED_COLOR, new_figure, styled
+from .style import MUTED, PAGE_WIDTH, SCALED_COLOR, UNSCALED_COLOR, new_figure, styled
 
 #: How far each slope guide sits from its line (a factor, so a fixed gap on
 #: the log axis): far enough to be seen, near enough to be compared.
@@ -33,7 +33,7 @@ def peak_memory_figure(rows):
     n = np.array([r["n"] for r in rows])
     dense = np.array([r["dense_bytes"] for r in rows]) / 2**20
     tiled = np.array([r["tiled_bytes"] for r in rows]) / 2**20
-    fig, ax = new_figure(6.4, 3.6)
+    fig, ax = new_figure(PAGE_WIDTH, 3.4)
     ax.plot(n, dense, "o-", color=UNSCALED_COLOR, linewidth=2, label="dense attention")
     ax.plot(n, tiled, "s-", color=SCALED_COLOR, linewidth=2, label="tiled attention")
     ax.plot(
@@ -60,5 +60,5 @@ def peak_memory_figure(rows):
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
     ax.set_xlabel("sequence length n")
     ax.set_ylabel("peak memory allocated (MiB)")
-    ax.legend(loc="upper left", fontsize=9)
+    ax.legend(loc="upper left")
     return fig

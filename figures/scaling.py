@@ -7,10 +7,12 @@ import numpy as np
 from .style import (
     INK,
     MUTED,
+    PAGE_WIDTH,
     SCALED_COLOR,
     SERIES_COLORS,
     UNSCALED_COLOR,
     new_figure,
+    plain_log_ticks,
     styled,
 )
 
@@ -38,7 +40,7 @@ def std_vs_width_figure(
     matplotlib.figure.Figure
     """
     widths = np.asarray(widths)
-    fig, axes = new_figure(7.0, 3.2, ncols=2)
+    fig, axes = new_figure(PAGE_WIDTH, 6.0, nrows=2)
     raw_ax, scaled_ax = axes
     raw_ax.plot(
         widths,
@@ -56,11 +58,13 @@ def std_vs_width_figure(
         label="measured, raw q·k",
     )
     raw_ax.set_xscale("log", base=2)
+    plain_log_ticks(raw_ax, "x")
     raw_ax.set_yscale("log", base=2)
+    plain_log_ticks(raw_ax, "y")
     raw_ax.set_xlabel(r"head width $d_k$")
     raw_ax.set_ylabel("standard deviation of q·k")
     raw_ax.set_title(r"Raw scores spread like $\sqrt{d_k}$", loc="left")
-    raw_ax.legend(loc="upper left", fontsize=9)
+    raw_ax.legend(loc="upper left")
     if highlight is not None:
         i = int(np.flatnonzero(widths == highlight)[0])
         raw_ax.annotate(
@@ -82,11 +86,12 @@ def std_vs_width_figure(
         label=r"measured, $q\cdot k / \sqrt{d_k}$",
     )
     scaled_ax.set_xscale("log", base=2)
+    plain_log_ticks(scaled_ax, "x")
     scaled_ax.set_ylim(0.8, 1.2)
     scaled_ax.set_xlabel(r"head width $d_k$")
     scaled_ax.set_ylabel(r"standard deviation of $q\cdot k / \sqrt{d_k}$")
     scaled_ax.set_title("Scaled scores stay near 1", loc="left")
-    scaled_ax.legend(loc="upper left", fontsize=9)
+    scaled_ax.legend(loc="upper left")
     return fig
 
 
@@ -107,7 +112,7 @@ def broken_models_figure(widths, sweep, labels):
     matplotlib.figure.Figure
     """
     widths = np.asarray(widths)
-    fig, ax = new_figure(6.4, 3.8)
+    fig, ax = new_figure(PAGE_WIDTH, 3.8)
     markers = ("o", "s", "^", "D")
     for i, (name, stats) in enumerate(sweep.items()):
         color = SERIES_COLORS[i % len(SERIES_COLORS)]
@@ -128,13 +133,14 @@ def broken_models_figure(widths, sweep, labels):
         textcoords="offset points",
         ha="right",
         color=MUTED,
-        fontsize=9,
     )
     ax.set_xscale("log", base=2)
+    plain_log_ticks(ax, "x")
     ax.set_yscale("log", base=2)
+    plain_log_ticks(ax, "y")
     ax.set_xlabel(r"head width $d_k$")
     ax.set_ylabel("standard deviation of q·k")
-    ax.legend(loc="upper left", fontsize=9)
+    ax.legend(loc="upper left")
     return fig
 
 
@@ -160,7 +166,7 @@ def saturation_figure(spreads, curves, d_k, highlight=None, cap=None):
     -------
     matplotlib.figure.Figure
     """
-    fig, (top_ax, jac_ax) = new_figure(7.0, 3.4, ncols=2)
+    fig, (top_ax, jac_ax) = new_figure(PAGE_WIDTH, 6.2, nrows=2)
     for ax, key, ylabel in (
         (top_ax, "top_weight", "largest weight in the row"),
         (jac_ax, "jacobian_norm", "spectral norm of the softmax Jacobian"),
@@ -185,7 +191,7 @@ def saturation_figure(spreads, curves, d_k, highlight=None, cap=None):
         ax.set_xlabel("spread of the raw scores\n(standard deviations)")
         ax.set_ylabel(ylabel)
     top_ax.set_ylim(0, 1.02)
-    top_ax.legend(loc="center left", bbox_to_anchor=(0.1, 0.72), fontsize=9)
+    top_ax.legend(loc="center left", bbox_to_anchor=(0.1, 0.72))
     jac_ax.set_yscale("log")
     jac_ax.set_ylim(1e-12, 8)
     if cap is not None:
@@ -198,7 +204,6 @@ def saturation_figure(spreads, curves, d_k, highlight=None, cap=None):
             ha="right",
             va="bottom",
             color=MUTED,
-            fontsize=9,
         )
     if highlight is not None:
         for ax, y in ((top_ax, 0.03), (jac_ax, 1e-3)):
@@ -210,7 +215,6 @@ def saturation_figure(spreads, curves, d_k, highlight=None, cap=None):
                 ha="right",
                 va="bottom",
                 color=INK,
-                fontsize=9,
             )
     top_ax.set_title("Softmax concentrates ...", loc="left")
     jac_ax.set_title("... and passes back less gradient", loc="left")
@@ -238,7 +242,7 @@ def entropy_vs_divisor_figure(divisors, entropies, labels, ceiling, marks):
     -------
     matplotlib.figure.Figure
     """
-    fig, ax = new_figure(6.4, 3.4)
+    fig, ax = new_figure(PAGE_WIDTH, 3.6)
     styles = ("-", "--", "-.", ":")
     for i, (h, label) in enumerate(zip(entropies, labels, strict=True)):
         ax.plot(
@@ -258,7 +262,6 @@ def entropy_vs_divisor_figure(divisors, entropies, labels, ceiling, marks):
         ha="left",
         va="bottom",
         color=MUTED,
-        fontsize=9,
     )
     for label, t in marks.items():
         ax.axvline(t, color=MUTED, linewidth=0.8)
@@ -270,12 +273,12 @@ def entropy_vs_divisor_figure(divisors, entropies, labels, ceiling, marks):
             textcoords="offset points",
             ha="center",
             va="bottom",
-            fontsize=9,
             color=INK,
         )
     ax.set_xscale("log", base=2)
+    plain_log_ticks(ax, "x")
     ax.set_ylim(0, ceiling * 1.12)
     ax.set_xlabel("temperature τ, the divisor of the scores")
     ax.set_ylabel("entropy of the weights (nats)")
-    ax.legend(loc="lower right", fontsize=9)
+    ax.legend(loc="lower right")
     return fig

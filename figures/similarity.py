@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import MUTED, SERIES_COLORS, new_figure, styled
+from .style import MUTED, PAGE_WIDTH, SERIES_COLORS, new_figure, styled
 
 
 @styled
@@ -22,7 +22,7 @@ def score_vs_angle_figure(angles_deg, curves):
     -------
     matplotlib.figure.Figure
     """
-    fig, ax = new_figure(6.4, 3.4)
+    fig, ax = new_figure(PAGE_WIDTH, 3.4)
     styles = ("-", "--", "-.", ":")
     for i, (label, scores) in enumerate(curves.items()):
         ax.plot(
@@ -37,5 +37,5 @@ def score_vs_angle_figure(angles_deg, curves):
     ax.set_xticks(np.arange(0, 181, 30))
     ax.set_xlabel("angle between q and k (degrees)")
     ax.set_ylabel("dot product q·k")
-    ax.legend(loc="upper right", fontsize=9)
+    ax.legend(loc="upper right")
     return fig

@@ -62,7 +62,6 @@ def heatmap_figure(
                 fmt.format(value).replace("-", "−"),
                 ha="center",
                 va="center",
-                fontsize=9,
                 **_ink_on(cmap(norm(value))),
             )
     ax.set_xticks(range(cols), col_labels)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import MUTED, SERIES_COLORS, new_figure, styled
+from .style import MUTED, PAGE_WIDTH, SERIES_COLORS, new_figure, plain_log_ticks, styled
 from .tables import markdown_table, number
 
 #: Legend text for each of :data:`sdpa_ref.variants.SCALE_CHOICES`.
@@ -38,7 +38,7 @@ def scale_choices_figure(widths, panels, ceilings, labels=None):
         The legend sits below both panels, where it can cover no line.
     """
     labels = labels or SCALE_LABELS
-    fig, axes = new_figure(7.0, 3.9, ncols=len(panels), sharey=False)
+    fig, axes = new_figure(PAGE_WIDTH, 3.0 * len(panels) + 1.0, nrows=len(panels))
     styles = ("-", "--", "-.", ":", (0, (6, 1.5, 1, 1.5, 1, 1.5)))
     markers = ("o", "s", "^", "D", "v")
     for ax, (title, entropies) in zip(np.atleast_1d(axes), panels.items(), strict=True):
@@ -55,12 +55,13 @@ def scale_choices_figure(widths, panels, ceilings, labels=None):
             )
         ax.axhline(ceilings[title], color=MUTED, linewidth=0.8, linestyle=":")
         ax.set_xscale("log", base=2)
+        plain_log_ticks(ax, "x")
         ax.set_ylim(-0.05, ceilings[title] * 1.12)
         ax.set_xlabel(r"head width $d_k$")
         ax.set_ylabel("entropy of the weights (nats)")
         ax.set_title(title, loc="left")
     handles, names = np.atleast_1d(axes)[0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="outside lower center", ncols=3, fontsize=8.5)
+    fig.legend(handles, names, loc="outside lower center", ncols=2)
     return fig
 
 
@@ -80,7 +81,7 @@ def linear_error_figure(feature_counts, errors, elu_error):
     -------
     matplotlib.figure.Figure
     """
-    fig, ax = new_figure(6.0, 3.3)
+    fig, ax = new_figure(PAGE_WIDTH, 3.3)
     ax.plot(
         feature_counts,
         errors,
@@ -97,11 +98,12 @@ def linear_error_figure(feature_counts, errors, elu_error):
         label="elu(x) + 1 features",
     )
     ax.set_xscale("log", base=2)
+    plain_log_ticks(ax, "x")
     ax.set_ylim(0, max(elu_error, float(np.max(errors))) * 1.15)
     ax.set_xlabel("number of features m")
     ax.set_ylabel("largest output error")
     # Below the curve, where it falls away: the dashed line runs along the top.
-    ax.legend(loc="lower left", fontsize=9)
+    ax.legend(loc="lower left")
     return fig
 
 
