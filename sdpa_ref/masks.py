@@ -9,10 +9,15 @@ from .core import _prepare, attention, causal_mask, softmax
 from .random_model import SEED
 
 __all__ = [
+    "MISTRAL_7B_KV",
+    "OLMO_2_7B_KV",
     "TUTORIAL_FILL",
+    "TUTORIAL_FILL_EXPONENT",
     "as_logits",
     "count_pairs",
     "empty_row_outcomes",
+    "fill_text",
+    "kv_cache_tokens",
     "masked_fill_attention",
     "padding_gap",
     "padding_mask",
@@ -22,8 +27,23 @@ __all__ = [
     "window_pairs",
 ]
 
-#: The large negative number several tutorials write into masked logits.
-TUTORIAL_FILL = -1e9
+#: The power of ten in :data:`TUTORIAL_FILL`.
+TUTORIAL_FILL_EXPONENT = 9
+
+#: The large negative number the Annotated Transformer (Rush, 2018) writes
+#: into masked logits: ``scores.masked_fill(mask == 0, -1e9)``.
+TUTORIAL_FILL = -(10.0**TUTORIAL_FILL_EXPONENT)
+
+#: Key/value shape of OLMo 2 7B: 32 layers of 32 attention heads, each head
+#: with its own keys and values (multi-head attention), hidden size 4096, so
+#: heads of width 4096 / 32 = 128 (model card of allenai/OLMo-2-1124-7B;
+#: transformers' Olmo2Config, whose key/value heads default to the heads).
+OLMO_2_7B_KV = {"layers": 32, "kv_heads": 32, "head_dim": 4096 // 32}
+
+#: Key/value shape of Mistral 7B (Jiang et al., 2023, Table 1): 32 layers,
+#: 8 key/value heads shared by its 32 query heads, head width 128, and a
+#: sliding window of 4096 tokens, which also bounds its rolling-buffer cache.
+MISTRAL_7B_KV = {"layers": 32, "kv_heads": 8, "head_dim": 128, "window": 4096}
 
 
 def padding_mask(lengths, n):
@@ -47,6 +67,42 @@ def padding_mask(lengths, n):
     return (np.arange(n)[None, :] < lengths[:, None])[:, None, :]
 
 
+def fill_text(exponent=TUTORIAL_FILL_EXPONENT):
+    """The fill ``-10**exponent`` as text, with a real minus sign and a superscript.
+
+    Examples
+    --------
+    >>> fill_text()
+    '−10⁹'
+    >>> fill_text(12)
+    '−10¹²'
+    """
+    exponent = positive_int(exponent, "exponent")
+    return "\u221210" + str(exponent).translate(
+        str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+    )
+
+
+def kv_cache_tokens(n, window=None):
+    """Positions whose keys and values a decoder's cache holds after ``n`` tokens.
+
+    A full cache keeps every position, ``n``. A rolling buffer for a sliding
+    window of ``window`` tokens stores position ``i`` in slot ``i % window``
+    and overwrites the oldest, so it stops growing at ``window`` (Mistral 7B).
+
+    Examples
+    --------
+    >>> kv_cache_tokens(8192), kv_cache_tokens(8192, window=4096)
+    (8192, 4096)
+    >>> kv_cache_tokens(1000, window=4096)
+    1000
+    """
+    n = positive_int(n, "n")
+    if window is None:
+        return n
+    return min(n, positive_int(window, "window"))
+
+
 def sliding_window_mask(n, window, align="top_left"):
     """Causal mask that also forgets keys more than ``window - 1`` steps back.
 
@@ -68,9 +124,10 @@ def sliding_window_mask(n, window, align="top_left"):
 
 
 def masked_fill_attention(q, k, v, mask, fill=TUTORIAL_FILL):
-    """Attention as several tutorials write it: masked logits replaced by ``fill``.
+    """Attention as the Annotated Transformer writes it: masked logits set to ``fill``.
 
-    ``scores.masked_fill(mask == 0, -1e9)`` puts the same finite number in
+    ``scores.masked_fill(mask == 0, -1e9)`` (the Annotated Transformer's
+    code) puts the same finite number in
     every forbidden place. In a row with allowed keys that number is so low
     that those keys get weight 0; in a row with **no** allowed key every
     logit equals ``fill``, and the softmax spreads the weight evenly over
@@ -103,9 +160,10 @@ def unmask_empty_rows(mask):
 
     Rows with at least one allowed key are returned unchanged; a row with no
     allowed key becomes all ``True``, so that query attends to every key with
-    its ordinary scores. Hugging Face transformers treats such rows this way
-    before calling PyTorch's ``scaled_dot_product_attention``
-    (``AttentionMaskConverter._unmask_unattended``).
+    its ordinary scores. Hugging Face transformers 4.46.3 treats such rows
+    this way before calling PyTorch's ``scaled_dot_product_attention``
+    (``AttentionMaskConverter._unmask_unattended``); its later mask code
+    does so only for PyTorch older than 2.5.
 
     Examples
     --------
@@ -124,11 +182,12 @@ def empty_row_outcomes(q, k, v, mask):
     -------
     dict of numpy.ndarray
         ``"nan"`` (the textbook softmax of an all ``-inf`` row),
-        ``"uniform"`` (masked logits replaced by -1e9, as in several
-        tutorials: equal weights on the forbidden keys), ``"unmask"`` (the
+        ``"uniform"`` (masked logits replaced by -1e9, as in the Annotated
+        Transformer: equal weights on the forbidden keys), ``"unmask"`` (the
         row's mask lifted by :func:`unmask_empty_rows`: the forbidden keys
-        weighted by their scores) and ``"zero"`` (PyTorch 2.5 and later,
-        FlashAttention). Rows with an allowed key are the same in all four.
+        weighted by their scores) and ``"zero"`` (PyTorch's math backend and
+        CUDA memory-efficient kernel from 2.5, FlashAttention). Rows with an
+        allowed key are the same in all four.
 
     Examples
     --------

@@ -17,7 +17,9 @@ __all__ = [
     "significand_bits",
     "softmax_error",
     "softmax_in",
+    "stable_error_in_units",
     "to_bfloat16",
+    "unit_roundoff",
 ]
 
 #: The largest finite bfloat16: 8 bits of significand, float32's exponents.
@@ -27,8 +29,8 @@ BFLOAT16_MAX = (2 - 2**-7) * 2.0**127
 DTYPES = ("float16", "bfloat16", "float32")
 
 #: Where :func:`softmax_in` keeps its intermediates: ``None`` rounds every
-#: step to the type itself (a worst case), ``"float32"`` keeps them in float32
-#: and rounds only the weights, as fused attention kernels do.
+#: step to the type itself (a pessimistic model), ``"float32"`` keeps them in
+#: float32 and rounds only the weights, close to what fused kernels do.
 ACCUMULATE = (None, "float32")
 
 
@@ -57,6 +59,22 @@ def decimal_digits(dtype):
     (3.31, 2.41)
     """
     return float(significand_bits(dtype) * np.log10(2.0))
+
+
+def unit_roundoff(dtype):
+    """Unit roundoff ``u = 2**-p`` of a type with ``p`` significant bits.
+
+    Rounding to nearest changes a number by a relative amount of at most
+    ``u``: ``2**-11`` in float16, ``2**-8`` in bfloat16, ``2**-24`` in float32.
+
+    Examples
+    --------
+    >>> [unit_roundoff(t) == 2.0**-b for t, b in [("float16", 11), ("bfloat16", 8)]]
+    [True, True]
+    >>> f"{unit_roundoff('float32'):.2e}"
+    '5.96e-08'
+    """
+    return 2.0 ** -significand_bits(dtype)
 
 
 def to_bfloat16(x):
@@ -105,6 +123,21 @@ def _sum_in(e, cast):
     return total
 
 
+def _pairwise_sum_in(e, cast):
+    """Row sums along the last axis by halving, each partial sum rounded to the type.
+
+    The two halves of a row are summed separately and then added, down to
+    single terms: the rounding errors grow like ``log2(n)`` instead of ``n``.
+    """
+    n = e.shape[-1]
+    if n == 1:
+        return cast(e)
+    half = n // 2
+    return cast(
+        _pairwise_sum_in(e[..., :half], cast) + _pairwise_sum_in(e[..., half:], cast)
+    )
+
+
 def softmax_in(x, dtype, *, stable=True, accumulate=None):
     """Softmax with its intermediates rounded to ``dtype``, as float64.
 
@@ -114,14 +147,16 @@ def softmax_in(x, dtype, *, stable=True, accumulate=None):
 
     With ``accumulate=None`` (the default) every step is rounded to
     ``dtype``: the logits, the shifted logits, each exponential, every
-    partial sum of the row (one term at a time) and each weight. It stands
-    for the worst case, an implementation with no wider accumulator. For
-    ``"bfloat16"`` each step is computed in float32 and its result rounded to
-    bfloat16.
+    partial sum of the row (one term at a time) and each weight. It is a
+    pessimistic model of an implementation with no wider accumulator, not a
+    bound: a pairwise sum, for one, does better. For ``"bfloat16"`` each step
+    is computed in float32 and its result rounded to bfloat16.
 
     With ``accumulate="float32"`` the logits, exponentials, sum and division
-    stay in float32 and only the weights are rounded to ``dtype``, which is
-    how fused kernels such as FlashAttention treat 16-bit inputs.
+    stay in float32 and only the weights are rounded to ``dtype``. Fused
+    kernels such as FlashAttention come close: they keep scores, row maxima
+    and sums in float32, round the exponentials to 16 bits before the product
+    with V and divide by the row sum afterwards.
 
     Examples
     --------
@@ -166,20 +201,26 @@ def equal_row_weights(n, dtype):
     ``"exact"`` (that value), ``"in_type"`` (the weight from
     :func:`softmax_in` with every step in ``dtype``), ``"in_type_sum"`` (the
     row sum of the ``n`` exponentials, each ``1``, as that computation
-    accumulates it), ``"float32"`` (the weight with float32 accumulation)
-    and ``"in_type_total"``, the sum of the ``in_type`` weights, which
-    should be 1.
+    accumulates it, one term at a time), ``"pairwise_sum"`` (the same ones
+    summed pairwise, every partial sum still rounded to ``dtype``),
+    ``"float32"`` (the weight with float32 accumulation) and
+    ``"in_type_total"``, the sum of the ``in_type`` weights, which should
+    be 1.
 
     A running sum of ones in a narrow type stops growing once the spacing of
     the type reaches 2: adding 1 then lands exactly halfway, and the tie
     rounds to the even neighbour, the sum itself. That happens at 2048 in
-    float16 (11 significant bits) and at 256 in bfloat16 (8 bits).
+    float16 (11 significant bits) and at 256 in bfloat16 (8 bits). Summed
+    pairwise, 4096 ones are exact even in float16: every partial sum is a
+    power of two.
 
     Examples
     --------
     >>> row = equal_row_weights(300, "bfloat16")
     >>> row["in_type"], row["in_type_sum"]
     (0.00390625, 256.0)
+    >>> equal_row_weights(4096, "float16")["pairwise_sum"]
+    4096.0
     >>> round(row["float32"], 6), round(row["in_type_total"], 2)
     (0.003326, 1.17)
     """
@@ -191,6 +232,7 @@ def equal_row_weights(n, dtype):
         "exact": 1.0 / n,
         "in_type": float(in_type[0]),
         "in_type_sum": float(_sum_in(cast(np.ones((1, n))), cast)[0, 0]),
+        "pairwise_sum": float(_pairwise_sum_in(cast(np.ones((1, n))), cast)[0, 0]),
         "float32": float(softmax_in(logits, dtype, accumulate="float32")[0]),
         "in_type_total": float(in_type.sum()),
     }
@@ -258,3 +300,24 @@ def precision_sweep(top_logits, gaps=(0.0, -1.0, -100.0, -103.0), *, accumulate=
             row[(dtype, "stable")] = softmax_error(scores, dtype, accumulate=accumulate)
         rows.append(row)
     return rows
+
+
+def stable_error_in_units(rows):
+    """The largest max-subtracted error of a sweep, in units of roundoff.
+
+    For rows of :func:`precision_sweep`, the largest ``error / u`` of the
+    ``"stable"`` entries over all rows and :data:`DTYPES`, with ``u`` from
+    :func:`unit_roundoff`.
+
+    Examples
+    --------
+    >>> stable_error_in_units(precision_sweep([5.0, 10.0])) < 2
+    True
+    >>> stable_error_in_units(precision_sweep([1000.0])) > 50
+    True
+    """
+    return max(
+        row[(dtype, "stable")] / unit_roundoff(dtype)
+        for row in rows
+        for dtype in DTYPES
+    )

@@ -44,10 +44,17 @@ def test_score_memory_multiplies_out_heads_layers_and_batch(itemsize):
 
 
 def test_one_head_of_a_long_sequence_is_not_the_whole_model():
-    shape = sdpa_ref.variants.MODEL_SHAPES["Llama 2 7B (multi-head)"]
-    mem = steps.score_memory(131072, heads=shape["q_heads"], layers=shape["layers"])
+    mem = steps.score_memory(131072, heads=32, layers=32)
     assert mem["head"] == 32 * 2**30  # 32 GiB in 16-bit floats
     assert mem["model"] == 32 * 2**40  # 32 TiB for every head of every layer
+
+
+@pytest.mark.parametrize(
+    ("dtype", "threshold"),
+    [("float16", 11.09), ("bfloat16", 88.72), ("float32", 88.72), ("float64", 709.78)],
+)
+def test_exp_overflows_early_only_in_float16(dtype, threshold):
+    assert steps.overflow_threshold(dtype) == pytest.approx(threshold, abs=0.01)
 
 
 # -- sdpa_ref.masks --------------------------------------------------------------
@@ -75,6 +82,33 @@ def test_the_four_empty_row_answers():
         assert out[name][1, 0] == pytest.approx(out["zero"][1, 0])
 
 
+def test_kv_cache_tokens_stop_at_the_window():
+    assert masks.kv_cache_tokens(10) == 10
+    assert masks.kv_cache_tokens(10, window=4) == 4
+    assert masks.kv_cache_tokens(3, window=4) == 3
+    with pytest.raises(ValueError, match="window"):
+        masks.kv_cache_tokens(10, window=0)
+    window = masks.MISTRAL_7B_KV["window"]
+    shape = {k: masks.MISTRAL_7B_KV[k] for k in ("layers", "kv_heads", "head_dim")}
+    long = sdpa_ref.kv_cache_bytes(
+        masks.kv_cache_tokens(2 * window, window=window), **shape
+    )
+    assert long == sdpa_ref.kv_cache_bytes(window, **shape)
+
+
+def test_model_shapes_for_the_kv_cache():
+    assert masks.OLMO_2_7B_KV == {"layers": 32, "kv_heads": 32, "head_dim": 128}
+    assert masks.MISTRAL_7B_KV["kv_heads"] * 4 == 32  # 4 query heads per kv head
+    assert masks.MISTRAL_7B_KV["window"] == 4096
+
+
+def test_tutorial_fill_is_minus_ten_to_the_ninth():
+    assert masks.TUTORIAL_FILL == -1e9
+    assert masks.TUTORIAL_FILL == -(10.0**masks.TUTORIAL_FILL_EXPONENT)
+    assert masks.fill_text() == "\u221210\u2079"
+    assert masks.fill_text(10) == "\u221210\u00b9\u2070"
+
+
 def test_kv_cache_per_token_matches_the_formula():
     # 2 (keys and values) * layers * kv_heads * d_k * bytes
     assert sdpa_ref.kv_cache_bytes(1, layers=32, kv_heads=32, head_dim=128) == (
@@ -93,6 +127,33 @@ def test_kv_cache_per_token_matches_the_formula():
 def test_significant_bits_and_decimal_digits(dtype, bits, digits):
     assert precision.significand_bits(dtype) == bits
     assert precision.decimal_digits(dtype) == pytest.approx(digits, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "bits"), [("float16", 11), ("bfloat16", 8), ("float32", 24)]
+)
+def test_unit_roundoff_is_two_to_minus_the_bits(dtype, bits):
+    assert precision.unit_roundoff(dtype) == 2.0**-bits
+    if dtype != "bfloat16":  # numpy's eps is the spacing at 1, twice u
+        assert precision.unit_roundoff(dtype) == np.finfo(np.dtype(dtype)).eps / 2
+
+
+def test_pairwise_sum_of_ones_does_not_stall():
+    for dtype, n in [("float16", 4096), ("bfloat16", 1024)]:
+        row = precision.equal_row_weights(n, dtype)
+        assert row["pairwise_sum"] == n
+        assert row["in_type_sum"] < n
+    # not a power of two: the pairwise partial sums are not all exact, but close
+    row = precision.equal_row_weights(3000, "float16")
+    assert abs(row["pairwise_sum"] - 3000) <= 4
+
+
+def test_stable_error_in_units():
+    sweep = precision.precision_sweep([5.0, 10.0, 12.0, 50.0, 100.0, 1000.0])
+    assert precision.stable_error_in_units(sweep[:-1]) < 1
+    assert precision.stable_error_in_units(sweep) == pytest.approx(
+        sweep[-1][("bfloat16", "stable")] / 2.0**-8
+    )
 
 
 def test_bfloat16_has_two_to_three_decimal_digits():
@@ -145,9 +206,11 @@ def test_max_subtracted_error_is_within_rounding_except_bf16_at_1000():
 
 def test_the_overflow_table_lives_on_the_precision_page_only():
     assert "(overflow-table)=\n## Where exp overflows" in page("precision")
-    assert "overflow_table" not in page("steps")
-    assert "overflow_threshold" not in page("steps")
+    assert "threshold_table" not in page("steps")
     assert "<overflow-table>" in page("steps")
+    # steps names only the float16 threshold, as a glued number
+    assert 'overflow_threshold("float16")' in page("steps")
+    assert "low in 16-bit floats" not in page("steps")  # bfloat16 is not low
 
 
 def test_steps_names_the_logits_and_uses_them():
@@ -159,21 +222,47 @@ def test_steps_names_the_logits_and_uses_them():
     assert "e^{S_{ij}}" not in text
 
 
-def test_steps_does_not_claim_a_single_head_overflows_memory():
-    text = page("steps").lower()
+def test_steps_leaves_the_whole_model_memory_to_the_cost_page():
+    text = page("steps")
     for claim in ("no longer fits in memory", "more than a gpu", "fits in memory"):
-        assert claim not in text
-    assert "scores_model" in text
-    assert "cost.md" in text
+        assert claim not in text.lower()
+    assert "{ref}`one head and for a whole model <whole-model-scores>`" in text
+    assert "Llama" not in text
+    assert "score_memory(N_LONG" not in text
 
 
-def test_pytorch_empty_row_claims_give_the_version_and_a_source():
-    for name in ("steps", "masks"):
-        text = page(name)
-        for match in re.finditer(r"PyTorch[^.]*?zero|zero[^.]*?PyTorch", text):
-            sentence = text[match.start() : match.end() + 200]
-            assert "2.5" in sentence
-            assert "pytorch_v250_release" in sentence
+def test_steps_links_instead_of_repeating():
+    text = page("steps")
+    assert "<softmax-definition>" in text
+    assert "<empty-rows>" in text
+    assert "PyTorch" not in text  # the empty-row conventions live on masks
+    variants = text.split("## Variants that change the cost", 1)[1].split(
+        "## Exercises"
+    )[0]
+    for name in (
+        "FlashAttention",
+        "Sparse attention",
+        "Linear attention",
+        "Multi-query",
+    ):
+        block = variants.split(name, 1)[1].split("\n\n", 1)[0]
+        assert "(variants.md)" in block or "(flash.md)" in block, name
+    assert r"\exp(q \cdot k / \sqrt{d_k})" in variants
+    ex1 = text.split("**1.**", 1)[1].split("**2.**", 1)[0]
+    assert "constant" not in ex1  # formula.md's exercise, not repeated here
+
+
+def test_pytorch_empty_row_claims_name_the_backend_and_the_version():
+    text = page("masks")
+    zero = text.split("`zero`\n:", 1)[1].split("\n\n", 1)[0]
+    assert "math backend" in zero
+    assert "memory-efficient" in zero
+    assert "2.5" in zero
+    assert "pytorch_sdpa" in zero
+    assert "guessous2024safe_softmax" in zero
+    assert "{cite:p}`pytorch_sdpa,guessous2024safe_softmax`" not in zero
+    assert "pytorch_mps_empty_rows" in zero  # other backends have differed
+    assert "pytorch_v250_release" not in text
 
 
 def test_kv_cache_is_defined_before_masks_uses_it():
@@ -190,17 +279,43 @@ def test_masks_credits_the_deliberate_unmask_and_qualifies_the_zero_claim():
     text = page("masks")
     assert "_unmask_unattended" in text
     assert "hf_transformers_masks" in text
+    assert "4.46.3" in text
+    assert "hf_masking_utils_4576" in text
     assert "loud" in text
     assert "b_O" in text  # "unchanged" only without an output bias
+
+
+def test_masks_sources_its_fill_and_its_model_shapes():
+    text = page("masks")
+    assert "rush2018annotated" in text
+    assert "-1e+09" not in text
+    assert "fill:g" not in text
+    assert "Llama" not in text
+    assert "olmo2_7b_card" in text
+    assert "jiang2023mistral" in text
+    assert "pytorch_causal_bias" in text
+    assert "causal_lower_right" in text
+    assert "## Causal masks when $n_q \\neq n_k$" in text
+    caption = text.split(":name: fig-mask-top-left", 1)[1].split("```", 1)[0]
+    assert "including themselves" not in caption
+    assert "None of" in caption
 
 
 def test_precision_says_what_the_simulation_stands_for():
     text = page("precision")
     assert "within the type's rounding error at every size" not in text
     assert "about three decimal digits" not in text
-    assert "worst case" in text
-    assert "flashattention_repo" in text
-    assert "float32" in text
+    assert "pessimistic model" in text
+    assert "is a bound" not in text
+    assert "flashattention_src_v283" in text
+    assert "flashattention_repo" not in text  # the README does not say it
+    assert "at the end" in text
+    assert "<softmax-definition>" in text
+    assert "scaling page" not in text
+    # citations sit on the bit counts, not on the computed digit counts
+    assert "f16_bits` significant\nbits {cite:p}`ieee754_2019`" in text
+    assert "one-at-a-time" in text
+    assert "acc_pairwise" in text
 
 
 def test_cited_keys_exist():
