@@ -14,7 +14,8 @@ __all__ = [
 ]
 
 #: Attention shape of OLMo 2 7B from its model card (allenai/OLMo-2-1124-7B
-#: on Hugging Face): 32 layers, 32 attention heads, context length 4096.
+#: on Hugging Face, README.md at revision 83f13fa9): 32 layers, 32 attention
+#: heads, context length 4096.
 OLMO_2_7B = {"layers": 32, "heads": 32, "context": 4096}
 
 
@@ -53,7 +54,8 @@ def model_score_bytes(n, *, layers, heads, itemsize=2):
     """Bytes of every head's weight matrix in every layer, for one sequence.
 
     Training with standard attention keeps each layer's ``n x n`` weights
-    ``P`` for the backward pass, one matrix per head:
+    ``A`` (the FlashAttention papers' ``P``) for the backward pass, one
+    matrix per head:
     ``layers * heads * n² * itemsize``.
 
     Examples

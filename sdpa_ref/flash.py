@@ -19,8 +19,10 @@ from .random_model import SEED
 
 __all__ = [
     "A100_HBM_GB",
+    "A100_SHARED_MEMORY_MAX_KB",
     "A100_SMS",
     "A100_SRAM_BYTES",
+    "A100_SRAM_KB",
     "FIGURE_2",
     "PAPER_MAX_MEMORY_SAVING",
     "README_MEMORY_SAVINGS",
@@ -42,8 +44,16 @@ __all__ = [
 #: per each of 108 streaming multiprocessors".
 A100_HBM_GB = (40, 80)
 A100_SMS = 108
-#: The A100's SRAM per streaming multiprocessor in bytes, a KB taken as 1024.
-A100_SRAM_BYTES = 192 * 1024
+#: The A100's SRAM per streaming multiprocessor as the paper writes it, "192KB".
+A100_SRAM_KB = 192
+#: The same in bytes: reading a KB as 1024 bytes is this site's choice.
+A100_SRAM_BYTES = A100_SRAM_KB * 1024
+#: The most of those 192 KB that a kernel can configure as shared memory on an
+#: A100: "The NVIDIA A100 GPU supports shared memory capacity of 0, 8, 16, 32,
+#: 64, 100, 132 or 164 KB per SM" (NVIDIA Ampere GPU Architecture Tuning
+#: Guide, Section 1.4.2.3, where 192 KB is the combined capacity of the L1
+#: cache, texture cache and shared memory).
+A100_SHARED_MEMORY_MAX_KB = 164
 
 #: Figure 2 (left) of Dao et al. (2022): attention of GPT-2 medium (sequence
 #: length 1024, head dimension 64, 16 heads, batch size 64), forward plus
@@ -61,11 +71,15 @@ PAPER_MAX_MEMORY_SAVING = 20
 
 #: Memory savings of FlashAttention over PyTorch's standard attention by
 #: sequence length, from the memory benchmark of the flash-attention README
-#: ("We see 10X memory savings at sequence length 2K, and 20X at 4K"): A100,
-#: batch size 8, head dimension 64, 12 heads (the setting the README gave when
-#: it published the graph in May 2022). Quoted, not computed.
+#: ("We see 10X memory savings at sequence length 2K, and 20X at 4K"), a
+#: sentence the README has kept from May 2022 to release v2.8.3, with the same
+#: graph (assets/flashattn_memory.jpg, unchanged since commit 67c37795).
+#: Quoted, not computed.
 README_MEMORY_SAVINGS = {2048: 10, 4096: 20}
-#: The benchmark setting of :data:`README_MEMORY_SAVINGS`.
+#: The benchmark setting of :data:`README_MEMORY_SAVINGS`, which only the
+#: README of May 2022 states (commit dc6d1300, "similar to BERT-base": batch
+#: size 8, head dimension 64, 12 attention heads, on an A100); the README of
+#: v2.8.3 lists the setting of its newer speed benchmarks instead.
 README_SETTING = {"batch": 8, "head_dim": 64, "heads": 12}
 
 
@@ -316,13 +330,14 @@ def tiled_attention_gradients(q, k, v, grad_out, block_size=128):
     """The backward pass of FlashAttention-2, one block of keys at a time.
 
     The forward pass keeps the output ``O`` and one number per query, the
-    log-sum-exp ``L = m + log ℓ`` of its scaled scores (Dao 2023,
-    FlashAttention-2, Section 3.1). The backward pass first forms
+    log-sum-exp ``lse = m + log ℓ`` of its scaled scores (Dao 2023,
+    FlashAttention-2, Section 3.1.1, which calls it ``L``; this site keeps
+    ``L`` for the logits). The backward pass first forms
     ``D = rowsum(dO ∘ O)``, which equals ``rowsum(P ∘ dP)`` (Dao et al. 2022,
     Appendix B.2, eq. 4), then, for each block ``j`` of keys, recomputes the
-    block of weights from ``Q``, ``K_j`` and ``L`` and uses it at once::
+    block of weights from ``Q``, ``K_j`` and ``lse`` and uses it at once::
 
-        P_j = exp(τ Q K_jᵀ − L)      dV_j = P_jᵀ dO      dP_j = dO V_jᵀ
+        P_j = exp(τ Q K_jᵀ − lse)    dV_j = P_jᵀ dO      dP_j = dO V_jᵀ
         dS_j = P_j ∘ (dP_j − D)      dQ += τ dS_j K_j     dK_j = τ dS_jᵀ Q
 
     No ``n_q x n_k`` array ever exists: the largest is one ``n_q x block``
@@ -352,7 +367,7 @@ def tiled_attention_gradients(q, k, v, grad_out, block_size=128):
     q, k, v, do, tau = _head(q, k, v, grad_out)
     block_size = positive_int(block_size, "block_size")
     n_q, n_k = q.shape[0], k.shape[0]
-    # Forward pass: the online softmax, keeping only O and L = m + log(l).
+    # Forward pass: the online softmax, keeping only O and lse = m + log(l).
     m, total, acc = np.full(n_q, -np.inf), np.zeros(n_q), np.zeros((n_q, v.shape[1]))
     for start in range(0, n_k, block_size):
         s = tau * (q @ k[start : start + block_size].T)

@@ -12,6 +12,7 @@ from .random_model import SEED
 from .spread import entropy
 
 __all__ = [
+    "MISTRAL_7B_WINDOW",
     "MODEL_SHAPES",
     "QK_NORM_GAIN",
     "SCALE_CHOICES",
@@ -27,10 +28,21 @@ __all__ = [
     "scale_choice_entropies",
     "scaled_scores",
     "softmax_kernel_inputs",
+    "window_reach",
 ]
 
-#: Attention shapes of a few published decoder models: layers, query heads,
-#: key/value heads and head width, from their published configurations.
+#: Attention shapes of three published decoder models: layers, query heads,
+#: key/value heads and head width.
+#:
+#: - Llama 2 7B keeps the architecture of LLaMA 7B (Touvron et al. 2023b,
+#:   arXiv:2307.09288, Section 2.2; its Table 1 marks GQA for 34B and 70B
+#:   only), whose Table 2 (Touvron et al. 2023a, arXiv:2302.13971) gives
+#:   dimension 4096, 32 heads, 32 layers: heads of width 4096 / 32 = 128.
+#: - Mistral 7B: Table 1 of Jiang et al. (2023, arXiv:2310.06825): n_layers
+#:   32, head_dim 128, n_heads 32, n_kv_heads 8.
+#: - Falcon 7B: the configuration of tiiuae/falcon-7b on Hugging Face:
+#:   n_layer 32, n_head 71, hidden_size 4544 (heads of width 4544 / 71 = 64),
+#:   multi_query true.
 MODEL_SHAPES = {
     "Llama 2 7B (multi-head)": {
         "layers": 32,
@@ -44,12 +56,6 @@ MODEL_SHAPES = {
         "kv_heads": 8,
         "head_dim": 128,
     },
-    "Llama 2 70B (grouped-query)": {
-        "layers": 80,
-        "q_heads": 64,
-        "kv_heads": 8,
-        "head_dim": 128,
-    },
     "Falcon 7B (multi-query)": {
         "layers": 32,
         "q_heads": 71,
@@ -57,6 +63,11 @@ MODEL_SHAPES = {
         "head_dim": 64,
     },
 }
+
+#: Mistral 7B's sliding window, ``window_size`` in Table 1 of Jiang et al.
+#: (2023). Its rolling buffer cache keeps the keys and values of only this
+#: many positions, so past it the cache stops growing.
+MISTRAL_7B_WINDOW = 4096
 
 #: The fixed gain of the cosine form of QK-normalisation on this site. Henry
 #: et al. (2020) learn it, so a trained model would move it.
@@ -90,6 +101,28 @@ def kv_cache_table(seq_len, *, itemsize=2, models=None):
             {"model": name, **shape, "bytes": cache, "vs_multi_head": cache / full}
         )
     return rows
+
+
+def window_reach(window, layers):
+    """How far back a token can draw information through stacked windows.
+
+    A causal sliding window of ``window`` tokens, the token itself included,
+    lets each layer look ``window - 1`` positions back. Information from
+    further back reaches a token only by hopping from layer to layer, so
+    after ``layers`` layers it spans at most ``layers * (window - 1)``
+    positions: the distance at which the ``layers``-fold product of the
+    window mask (see :func:`sdpa_ref.masks.sliding_window_mask`) first
+    becomes zero.
+
+    Examples
+    --------
+    A window of 3 tokens over 4 layers reaches 8 positions back.
+
+    >>> window_reach(3, 4)
+    8
+    """
+    window = positive_int(window, "window")
+    return positive_int(layers, "layers") * (window - 1)
 
 
 def elu_feature_map(x):

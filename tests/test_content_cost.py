@@ -198,3 +198,30 @@ def test_online_softmax_lives_on_the_flash_page_only():
     assert "{ref}`online-softmax`" in cost
     assert "online_softmax_trace" not in cost
     assert "{cite:p}`milakov2018online`" in flash_page
+
+
+def test_a100_memory_as_the_paper_and_nvidia_state_it():
+    assert flash.A100_SRAM_KB == 192
+    assert flash.A100_SRAM_BYTES == flash.A100_SRAM_KB * 1024
+    # Configurable shared memory is at most 164 KB of the 192: M is an upper bound.
+    assert flash.A100_SHARED_MEMORY_MAX_KB < flash.A100_SRAM_KB
+
+
+def test_the_a100_sizes_are_stated_once_and_linked_from_the_cost_page():
+    cost, flash_page = (DOCS / "cost.md").read_text(), (DOCS / "flash.md").read_text()
+    assert "a100_hbm" not in cost
+    assert "{ref}`FlashAttention page <gpu-memory>`" in cost
+    assert "(gpu-memory)=" in flash_page
+    assert "(whole-model-scores)=\n\n## " in cost
+
+
+def test_the_flash_page_names_the_log_sum_exp_apart_from_the_logits():
+    page = (DOCS / "flash.md").read_text()
+    assert r"\mathrm{lse}_i = m_i + \log \ell_i" in page
+    assert "L_i = m_i" not in page
+    assert "{cite:p}`shah2024flashattention3`" in page
+    assert "{cite:p}`flashattention_readme_2022`" in page
+    assert "{cite:p}`nvidia_ampere_tuning`" in page
+    bib = (DOCS / "bib" / "cost.bib").read_text()
+    assert "dc6d1300880cbedaf19234fb3fe5b04372f9d0ff" in bib
+    assert "83f13fa96922cf4c84d6bc8ec9d28c603b53f861" in bib

@@ -143,3 +143,62 @@ def test_every_citation_on_the_page_has_an_entry():
         "olmo2024olmo2",
         "yang2022tensor",
     } <= cited
+
+
+def test_window_reach_is_where_stacked_window_masks_stop_reaching():
+    """After L layers a token sees L (w - 1) positions back, and no further."""
+    from sdpa_ref import masks
+
+    n = 40
+    for window, layers in [(3, 1), (3, 4), (5, 3), (2, 7)]:
+        step = masks.sliding_window_mask(n, window).astype(int)
+        reach = np.linalg.matrix_power(step, layers) > 0
+        last = n - 1
+        farthest = last - np.flatnonzero(reach[last]).min()
+        assert farthest == variants.window_reach(window, layers)
+    with pytest.raises(ValueError, match="window must be at least 1"):
+        variants.window_reach(0, 3)
+
+
+def test_model_shapes_are_the_published_ones():
+    shapes = variants.MODEL_SHAPES
+    assert list(shapes) == [
+        "Llama 2 7B (multi-head)",
+        "Mistral 7B (grouped-query)",
+        "Falcon 7B (multi-query)",
+    ]
+    # Mistral 7B, Table 1; Falcon 7B, 4544 wide over 71 heads.
+    assert shapes["Mistral 7B (grouped-query)"] == {
+        "layers": 32,
+        "q_heads": 32,
+        "kv_heads": 8,
+        "head_dim": 128,
+    }
+    assert shapes["Falcon 7B (multi-query)"]["head_dim"] * 71 == 4544
+    assert variants.MISTRAL_7B_WINDOW == 4096
+
+
+def test_the_page_says_what_the_window_loses_and_where_the_cache_stops():
+    page = (DOCS / "variants.md").read_text()
+    assert "and so is the loss" not in page
+    assert "{glue:text}`reach:,.0f`" in page
+    assert "rolling buffer cache" in page
+    # The table's three-decimal errors and the prose agree.
+    assert "q3_output_error:.3f" in page
+    assert "q0_output_error:.3f" in page
+    # The q·k argument is Tensor Programs V's, the d_k / 8 the README's.
+    assert "Their README's example" in page
+    for key in (
+        "touvron2023llama",
+        "touvron2023llama2",
+        "jiang2023mistral",
+        "hf_transformers_falcon_config",
+        "choromanski2021rethinking",
+    ):
+        assert f"`{key}`" in page
+
+
+def test_variant_bib_entries_render_without_raw_latex():
+    bib = (DOCS / "bib" / "variants.bib").read_text()
+    assert "\\texttt" not in bib
+    assert "{{mup}:" in bib
