@@ -146,19 +146,20 @@ def broken_models_figure(widths, sweep, labels):
 
 @styled
 def saturation_figure(spreads, curves, d_k, highlight=None, cap=None):
-    """Top weight and softmax Jacobian norm against the raw scores' spread.
+    """Top weight and softmax Jacobian norm against the raw scores' standard deviation.
 
     Parameters
     ----------
     spreads : numpy.ndarray
-        Standard deviation of the raw score row.
+        Standard deviation of the raw score row: the multiplier of a row of
+        standard deviation 1.
     curves : dict
         The result of :func:`sdpa_ref.saturation`.
     d_k : int
         The width whose square root divides the scaled row.
     highlight : float, optional
-        A spread to mark with a vertical line in both panels, labelled with
-        ``d_k``: the spread the random model predicts at that width.
+        A standard deviation to mark with a vertical line in both panels,
+        labelled with ``d_k``: the one the random model predicts at that width.
     cap : float, optional
         The largest possible Jacobian norm, drawn as a horizontal line.
 
@@ -188,7 +189,7 @@ def saturation_figure(spreads, curves, d_k, highlight=None, cap=None):
             linewidth=2,
             label=f"scaled by 1/√{d_k}",
         )
-        ax.set_xlabel("spread of the raw scores\n(standard deviations)")
+        ax.set_xlabel("standard deviation of the raw scores")
         ax.set_ylabel(ylabel)
     top_ax.set_ylim(0, 1.02)
     top_ax.legend(loc="center left", bbox_to_anchor=(0.1, 0.72))

@@ -9,14 +9,14 @@ from .style import MUTED, PAGE_WIDTH, SERIES_COLORS, new_figure, styled
 
 @styled
 def score_vs_angle_figure(angles_deg, curves):
-    """Score ``|q||k| cos(angle)`` against the angle, one line per norm pair.
+    """Score ``‖q‖‖k‖ cos(angle)`` against the angle, one line per norm pair.
 
     Parameters
     ----------
     angles_deg : numpy.ndarray
         Angles in degrees.
     curves : dict of str to numpy.ndarray
-        Label (for example ``"|q| = 2, |k| = 1"``) to scores at each angle.
+        Label (for example ``"‖q‖ = 2, ‖k‖ = 1"``) to scores at each angle.
 
     Returns
     -------

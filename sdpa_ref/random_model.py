@@ -32,6 +32,7 @@ __all__ = [
     "sample_dot_products",
     "score_std",
     "standard_score_row",
+    "standard_score_rows",
     "variance_profile",
     "within_row_std",
 ]
@@ -361,8 +362,9 @@ def model_sweep(widths, models, n_samples=10_000, *, seed=SEED):
 def standard_score_row(n_keys, *, seed=SEED):
     """A seeded row of ``n_keys`` scores with mean 0 and standard deviation 1.
 
-    Multiplying it by ``s`` gives a row whose spread is ``s`` standard
-    deviations, the x-axis of the saturation figure.
+    Multiplying it by ``s`` gives a row whose standard deviation is ``s``, the
+    x-axis of the saturation figure. It is the first row of
+    :func:`standard_score_rows` with the same seed.
 
     Examples
     --------
@@ -370,12 +372,46 @@ def standard_score_row(n_keys, *, seed=SEED):
     >>> print(f"{row.mean():.3f} {row.std():.3f}")
     0.000 1.000
     """
+    return standard_score_rows(n_keys, 1, seed=seed)[0]
+
+
+def standard_score_rows(n_keys, n_rows, *, seed=SEED):
+    """``n_rows`` seeded rows of ``n_keys`` scores, each of mean 0 and deviation 1.
+
+    Each row is drawn as independent standard normals and then centred and
+    divided by its own standard deviation, so that every row, stretched by
+    ``s``, has standard deviation exactly ``s``. One row is one draw; these
+    rows show how much a quantity computed from one of them varies from row
+    to row.
+
+    Parameters
+    ----------
+    n_keys : int
+        Scores per row, at least 2.
+    n_rows : int
+        Number of rows.
+    seed : int, optional
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_rows, n_keys)
+
+    Examples
+    --------
+    >>> rows = standard_score_rows(8, 3)
+    >>> bool(np.allclose(rows.mean(axis=1), 0)), bool(np.allclose(rows.std(axis=1), 1))
+    (True, True)
+    >>> bool(np.array_equal(rows[0], standard_score_row(8)))
+    True
+    """
     n_keys = positive_int(n_keys, "n_keys")
+    n_rows = positive_int(n_rows, "n_rows")
     if n_keys < 2:
         raise ValueError(f"n_keys must be at least 2 to have a spread, got {n_keys}")
-    row = np.random.default_rng(seed).standard_normal(n_keys)
-    row -= row.mean()
-    return row / row.std()
+    rows = np.random.default_rng(seed).standard_normal((n_rows, n_keys))
+    rows -= rows.mean(axis=1, keepdims=True)
+    return rows / rows.std(axis=1, keepdims=True)
 
 
 def expected_max_score(n_keys, *, std=1.0, n_rows=10_000, seed=SEED):
@@ -383,7 +419,7 @@ def expected_max_score(n_keys, *, std=1.0, n_rows=10_000, seed=SEED):
 
     Under the random model with normal coordinates (as the site samples
     them), the scores ``q·k_j`` of one row are, given the query, independent
-    normal numbers with mean 0 and standard deviation ``|q|``, which is close
+    normal numbers with mean 0 and standard deviation ``‖q‖``, which is close
     to ``sqrt(d_k)``. So the row's largest score, in standard deviations, is
     the largest of ``n_keys`` independent standard normals. Its mean grows
     without limit as the row gets longer, slowly: see

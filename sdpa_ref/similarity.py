@@ -15,7 +15,7 @@ __all__ = [
 
 
 def cosine_similarity(q, k):
-    """``q·k / (|q| |k|)``: the dot product with the norms taken out.
+    """``q·k / (‖q‖ ‖k‖)``: the dot product with the norms taken out.
 
     Examples
     --------
@@ -35,7 +35,7 @@ def cosine_similarity(q, k):
 
 
 def score_from_angle(angles, norm_q, norm_k):
-    """The dot product ``|q| |k| cos(angle)`` for each angle, in radians.
+    """The dot product ``‖q‖ ‖k‖ cos(angle)`` for each angle, in radians.
 
     Examples
     --------
@@ -81,13 +81,13 @@ def similarity_parts(q, k):
 def distance_decomposition(q, k):
     """Split ``q·k`` into a distance term and two length terms.
 
-    Expanding ``|q - k|² = |q|² - 2 q·k + |k|²`` gives
+    Expanding ``‖q - k‖² = ‖q‖² - 2 q·k + ‖k‖²`` gives
 
-        ``-|q - k|² / 2 = q·k - |q|² / 2 - |k|² / 2``,
+        ``-‖q - k‖² / 2 = q·k - ‖q‖² / 2 - ‖k‖² / 2``,
 
-    so ``q·k = -|q - k|²/2 + |q|²/2 + |k|²/2``. In one query's row of scores
-    the ``|q|²/2`` term is the same for every key, and softmax ignores it;
-    the ``|k|²/2`` term is a bias per key.
+    so ``q·k = -‖q - k‖²/2 + ‖q‖²/2 + ‖k‖²/2``. In one query's row of scores
+    the ``‖q‖²/2`` term is the same for every key, and softmax ignores it;
+    the ``‖k‖²/2`` term is a bias per key.
 
     Parameters
     ----------
@@ -99,9 +99,9 @@ def distance_decomposition(q, k):
     Returns
     -------
     dict
-        ``dot`` (``q·k``), ``neg_half_sq_distance`` (``-|q - k|²/2``) and
-        ``half_sq_norm_k`` (``|k|²/2``), one entry per key, and
-        ``half_sq_norm_q`` (``|q|²/2``), a float, such that
+        ``dot`` (``q·k``), ``neg_half_sq_distance`` (``-‖q - k‖²/2``) and
+        ``half_sq_norm_k`` (``‖k‖²/2``), one entry per key, and
+        ``half_sq_norm_q`` (``‖q‖²/2``), a float, such that
         ``dot == neg_half_sq_distance + half_sq_norm_q + half_sq_norm_k``.
 
     Examples

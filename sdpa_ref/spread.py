@@ -19,10 +19,12 @@ __all__ = [
     "entropy_slope",
     "max_entropy",
     "saturation",
+    "saturation_quantiles",
     "shifted_weights",
     "softmax_jacobian",
     "softmax_jacobian_norm",
     "temperature_sweep",
+    "top_gap",
     "weight_ratio",
 ]
 
@@ -34,7 +36,9 @@ SUM_TOLERANCE = 1e-6
 #: entries of x under the weights w. Two entries of a unit vector differ by at
 #: most sqrt(2), and anything confined to an interval of length L has variance
 #: at most (L/2)² (no more than its mean squared distance to the midpoint), so
-#: the variance is at most 1/2. Two keys with weight 1/2 each reach it.
+#: the variance is at most 1/2. It is reached only when two keys have weight
+#: 1/2 each and every other key exactly 0; with more than two keys and finite
+#: scores, a softmax only approaches it.
 JACOBIAN_NORM_CAP = 0.5
 
 
@@ -157,8 +161,8 @@ def softmax_jacobian_norm(weights):
 
     The Jacobian is symmetric positive semidefinite, so this is its largest
     eigenvalue. It is at most 1/2 (:data:`~sdpa_ref.spread.JACOBIAN_NORM_CAP`),
-    reached when two keys share the weight equally, and tends to 0 as one
-    weight tends to 1.
+    reached only when two keys share all the weight equally, and tends to 0 as
+    one weight tends to 1.
 
     Examples
     --------
@@ -170,6 +174,11 @@ def softmax_jacobian_norm(weights):
     8.5e-18
     """
     return np.linalg.eigvalsh(softmax_jacobian(weights))[..., -1]
+
+
+def _rest_weight(weights):
+    """The weight of all keys but the top one, summed from the small weights."""
+    return np.sort(weights, axis=-1)[..., :-1].sum(axis=-1)
 
 
 def saturation(scores, spreads, d_k):
@@ -214,19 +223,106 @@ def saturation(scores, spreads, d_k):
         raise ValueError("spreads must be finite and nonnegative")
     raw = softmax(stretch[:, None] * row)
     scaled = softmax(stretch[:, None] * row / np.sqrt(d_k))
-
-    def rest(weights):
-        others = np.sort(weights, axis=-1)[:, :-1]
-        return others.sum(axis=-1)
-
     return {
         "top_weight_raw": raw.max(axis=-1),
         "top_weight_scaled": scaled.max(axis=-1),
-        "rest_weight_raw": rest(raw),
-        "rest_weight_scaled": rest(scaled),
+        "rest_weight_raw": _rest_weight(raw),
+        "rest_weight_scaled": _rest_weight(scaled),
         "jacobian_norm_raw": softmax_jacobian_norm(raw),
         "jacobian_norm_scaled": softmax_jacobian_norm(scaled),
     }
+
+
+def top_gap(scores):
+    """How far the largest score of each row lies above the second largest.
+
+    Softmax gives the top key ``exp(gap)`` times the weight of the runner-up,
+    so this one number says much about how close a row is to saturating.
+
+    Parameters
+    ----------
+    scores : array_like, shape (..., n)
+        Score rows with at least two scores each.
+
+    Returns
+    -------
+    float or numpy.ndarray of shape (...)
+
+    Examples
+    --------
+    >>> top_gap([4, 0, 2, -4])
+    2.0
+    >>> top_gap([[1, 3, 2], [5, 5, 0]])
+    array([1., 0.])
+    """
+    row = real_array(scores, "scores", min_ndim=1, dtype=np.float64)
+    if row.shape[-1] < 2:
+        raise ValueError(f"scores needs at least two per row, got shape {row.shape}")
+    ordered = np.sort(row, axis=-1)
+    gap = ordered[..., -1] - ordered[..., -2]
+    return float(gap) if gap.ndim == 0 else gap
+
+
+def saturation_quantiles(rows, spread, d_k, quantiles=(0.25, 0.5, 0.75)):
+    """Quantiles over many score rows of what :func:`saturation` measures on one.
+
+    Each row is stretched by ``spread`` and put through softmax as it is and
+    divided by ``sqrt(d_k)``. One row is one draw; the quantiles say how
+    typical its numbers are.
+
+    Parameters
+    ----------
+    rows : array_like, shape (m, n)
+        Base score rows, for example from
+        :func:`~sdpa_ref.random_model.standard_score_rows`.
+    spread : float
+        The nonnegative multiplier of every row.
+    d_k : int
+        The head width whose ``sqrt`` divides the scaled rows.
+    quantiles : sequence of float, optional
+        The quantiles to return, each between 0 and 1.
+
+    Returns
+    -------
+    dict of numpy.ndarray
+        The keys of :func:`saturation` (``top_weight_raw``,
+        ``top_weight_scaled``, ``rest_weight_raw``, ``rest_weight_scaled``,
+        ``jacobian_norm_raw``, ``jacobian_norm_scaled``) and ``top_gap``, the
+        gap between each base row's two largest scores (:func:`top_gap`), each
+        holding one value per quantile.
+
+    Examples
+    --------
+    The worked example's raw and scaled rows, taken as two rows; quantiles 0
+    and 1 are the smallest and the largest value:
+
+    >>> q = saturation_quantiles([[4, 0, 2, -4], [2, 0, 1, -2]], 1.0, 4, [0, 1])
+    >>> q["top_weight_raw"].round(3)
+    array([0.657, 0.867])
+    >>> q["top_gap"]
+    array([1., 2.])
+    """
+    base = real_array(rows, "rows", min_ndim=2, dtype=np.float64)
+    if base.ndim != 2:
+        raise ValueError(f"rows must be 2-D, got shape {base.shape}")
+    stretch = float(spread)
+    if not (np.isfinite(stretch) and stretch >= 0):
+        raise ValueError(f"spread must be finite and nonnegative, got {spread!r}")
+    levels = real_array(quantiles, "quantiles", min_ndim=1, dtype=np.float64)
+    if ((levels < 0) | (levels > 1)).any():
+        raise ValueError(f"quantiles must lie in [0, 1], got {levels}")
+    raw = softmax(stretch * base)
+    scaled = softmax(stretch * base / np.sqrt(d_k))
+    per_row = {
+        "top_weight_raw": raw.max(axis=-1),
+        "top_weight_scaled": scaled.max(axis=-1),
+        "rest_weight_raw": _rest_weight(raw),
+        "rest_weight_scaled": _rest_weight(scaled),
+        "jacobian_norm_raw": softmax_jacobian_norm(raw),
+        "jacobian_norm_scaled": softmax_jacobian_norm(scaled),
+        "top_gap": top_gap(base),
+    }
+    return {name: np.quantile(v, levels) for name, v in per_row.items()}
 
 
 def temperature_sweep(scores, divisors):

@@ -257,3 +257,67 @@ def test_landing_map_follows_the_sidebar_and_speaks_to_the_reader():
         "api",
         "references",
     ]
+
+
+# -- the landing page's output sentence ------------------------------------------
+
+
+def test_flatter_weights_move_the_output_from_k0s_value_towards_the_mean():
+    c = example.compare(0, 4)
+    _, _, v = example.vectors(4)
+    mean = example.compare(3, 4).raw_output  # Q3's even weights
+    np.testing.assert_allclose(mean, v.mean(axis=0))
+    np.testing.assert_array_equal(mean, [0.0, 0.25])
+    np.testing.assert_array_equal(v[0], [3.0, 1.0])
+    raw, scaled = c.raw_output, c.scaled_output
+    assert np.linalg.norm(raw - v[0]) < np.linalg.norm(scaled - v[0])
+    assert np.linalg.norm(scaled - mean) < np.linalg.norm(raw - mean)
+    assert [f"{x:.2f}" for x in raw] == ["2.70", "0.68"]
+    assert [f"{x:.2f}" for x in scaled] == ["2.09", "0.43"]
+
+
+def test_fallback_alt_text_k3_gains_only_slightly():
+    c = example.compare(0, 4)
+    assert f"{c.raw_weights[3]:.3f}" == "0.000"
+    assert f"{c.scaled_weights[3]:.3f}" == "0.012"
+    gains = c.scaled_weights - c.raw_weights
+    assert gains[1] > 0.07
+    assert gains[2] > 0.1
+    assert gains[3] < 0.012
+
+
+def test_cross_mixture_from_rounded_weights_can_miss_the_last_digit():
+    q, k, v = example.cross_attention_vectors()
+    steps = sdpa_ref.attention_steps(q, k, v)
+    w, out = steps["weights"][0], steps["output"][0]
+    assert f"{out[0]:.3f}" == "1.376"
+    assert f"{w.round(3) @ v[:, 0]:.3f}" == "1.375"
+
+
+def test_landing_map_lists_the_kv_cache_under_masks():
+    text = (DOCS / "index.md").read_text()
+    entry = text.split("[Masks and their conventions](masks.md)", 1)[1].split("\n\n")[0]
+    assert "key-value cache" in entry
+
+
+# -- every doctested block on these pages imports what it uses ----------------------
+
+PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.S)
+OWN_PAGES = ["index.md", "formula.md", "similarity.md", "scaling.md"]
+
+
+@pytest.mark.parametrize("page", OWN_PAGES)
+def test_doctest_blocks_are_self_contained(page):
+    for block in PYTHON_BLOCK.findall((DOCS / page).read_text()):
+        code = "\n".join(
+            line[4:] for line in block.splitlines() if line.startswith((">>> ", "... "))
+        )
+        for name, pattern in (
+            ("np", r"^import numpy as np"),
+            ("sdpa_ref", r"^import (numpy as np, )?sdpa_ref|^import sdpa_ref"),
+            ("example", r"^from sdpa_ref import .*\bexample\b"),
+            ("random_model", r"^from sdpa_ref import .*\brandom_model\b"),
+        ):
+            used = re.sub(r"^(from|import) .*$", "", code, flags=re.M)
+            if re.search(rf"(?<![\w.]){name}\.", used):
+                assert re.search(pattern, code, re.M), (page, name, code[:80])

@@ -355,3 +355,93 @@ def test_broken_models_figure_has_two_shifts_and_one_slope_change():
     # Correlation: the slope climbs from about 1/2 towards 1.
     assert log_slope[names[3]][0] < 0.7
     assert log_slope[names[3]][-1] > 0.99
+
+
+# --- one stretched row against many -------------------------------------------
+
+
+def test_standard_score_rows_are_standardised_and_start_with_the_figure_row():
+    rows = random_model.standard_score_rows(8, 500)
+    assert rows.shape == (500, 8)
+    np.testing.assert_allclose(rows.mean(axis=1), 0, atol=1e-12)
+    np.testing.assert_allclose(rows.std(axis=1), 1)
+    np.testing.assert_array_equal(rows[0], sdpa_ref.standard_score_row(8))
+    np.testing.assert_array_equal(rows, random_model.standard_score_rows(8, 500))
+    with pytest.raises(ValueError, match="at least 2"):
+        random_model.standard_score_rows(1, 10)
+
+
+def test_top_gap_is_the_lead_of_the_largest_score():
+    assert spread.top_gap([4, 0, 2, -4]) == 2.0
+    np.testing.assert_array_equal(spread.top_gap([[1, 3, 2], [5, 5, 0]]), [1.0, 0.0])
+    with pytest.raises(ValueError, match="at least two"):
+        spread.top_gap([1.0])
+
+
+def test_the_figure_row_saturates_more_than_the_median_row_at_width_512():
+    """The page's numbers: the seeded row against 20,000 seeded rows."""
+    row = sdpa_ref.standard_score_row(8)
+    sd = sdpa_ref.score_std(WIDE)
+    one = sdpa_ref.saturation(row, [sd], WIDE)
+    assert f"{one['rest_weight_raw'][0]:.1e}" == "1.1e-10"
+    assert f"{one['top_weight_scaled'][0]:.3f}" == "0.518"
+    assert f"{spread.top_gap(row):.2f}" == "1.01"
+    q = spread.saturation_quantiles(
+        random_model.standard_score_rows(8, 20_000), sd, WIDE
+    )
+    assert [f"{x:.1e}" for x in q["rest_weight_raw"]] == [
+        "7.9e-10",
+        "7.9e-06",
+        "5.5e-03",
+    ]
+    assert [f"{x:.3f}" for x in q["top_weight_scaled"]] == ["0.312", "0.373", "0.456"]
+    assert f"{q['top_gap'][1]:.2f}" == "0.52"
+    # The figure's row is in the upper quarter of gaps, and saturates more.
+    assert spread.top_gap(row) > q["top_gap"][2]
+    assert one["rest_weight_raw"][0] < q["rest_weight_raw"][0]
+
+
+def test_saturation_quantiles_agree_with_saturation_row_by_row():
+    rows = random_model.standard_score_rows(5, 40, seed=3)
+    per_row = [sdpa_ref.saturation(r, [7.0], 64) for r in rows]
+    levels = (0.0, 0.3, 0.5, 1.0)
+    q = spread.saturation_quantiles(rows, 7.0, 64, levels)
+    for name in ("top_weight_raw", "rest_weight_raw", "jacobian_norm_scaled"):
+        values = np.array([c[name][0] for c in per_row])
+        np.testing.assert_allclose(q[name], np.quantile(values, levels))
+    with pytest.raises(ValueError, match="dimension"):
+        spread.saturation_quantiles([1.0, 2.0], 1.0, 4)
+    with pytest.raises(ValueError, match="2-D"):
+        spread.saturation_quantiles(np.ones((2, 2, 2)), 1.0, 4)
+    with pytest.raises(ValueError, match="quantiles"):
+        spread.saturation_quantiles(rows, 1.0, 4, [1.5])
+
+
+# --- unequal variances: the factor barely depends on the width -----------------
+
+
+def test_unequal_variance_factor_changes_a_little_with_the_width():
+    def factor(d_k):
+        return random_model.dot_product_std(
+            d_k, std=random_model.variance_profile(d_k)
+        ) / np.sqrt(d_k)
+
+    assert [f"{factor(d):.3f}" for d in (4, 16, WIDE)] == ["1.204", "1.143", "1.127"]
+    # sqrt(1 + population variance of linspace(0.1, 1.9, d)).
+    for d in (4, 16, WIDE):
+        assert factor(d) == pytest.approx(np.sqrt(1 + np.var(np.linspace(0.1, 1.9, d))))
+    # A profile with the same spread of variances at every width: exactly constant.
+    pattern = np.sqrt([0.1, 0.7, 1.3, 1.9])
+    fixed = [
+        random_model.dot_product_std(d, std=np.tile(pattern, d // 4)) / np.sqrt(d)
+        for d in (4, 16, WIDE)
+    ]
+    np.testing.assert_allclose(fixed, fixed[0])
+
+
+def test_jacobian_ceiling_is_reached_only_with_two_even_keys():
+    assert sdpa_ref.softmax_jacobian_norm([0.5, 0.5, 0.0]) == pytest.approx(0.5)
+    assert sdpa_ref.softmax_jacobian_norm([0.5, 0.499, 0.001]) < 0.5
+    # Finite scores over three keys: close to the ceiling, never on it.
+    w = sdpa_ref.softmax([30.0, 30.0, 0.0])
+    assert 0.5 - 1e-12 < sdpa_ref.softmax_jacobian_norm(w) < 0.5
