@@ -298,26 +298,3 @@ def test_landing_map_lists_the_kv_cache_under_masks():
     text = (DOCS / "index.md").read_text()
     entry = text.split("[Masks and their conventions](masks.md)", 1)[1].split("\n\n")[0]
     assert "key-value cache" in entry
-
-
-# -- every doctested block on these pages imports what it uses ----------------------
-
-PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.S)
-OWN_PAGES = ["index.md", "formula.md", "similarity.md", "scaling.md"]
-
-
-@pytest.mark.parametrize("page", OWN_PAGES)
-def test_doctest_blocks_are_self_contained(page):
-    for block in PYTHON_BLOCK.findall((DOCS / page).read_text()):
-        code = "\n".join(
-            line[4:] for line in block.splitlines() if line.startswith((">>> ", "... "))
-        )
-        for name, pattern in (
-            ("np", r"^import numpy as np"),
-            ("sdpa_ref", r"^import (numpy as np, )?sdpa_ref|^import sdpa_ref"),
-            ("example", r"^from sdpa_ref import .*\bexample\b"),
-            ("random_model", r"^from sdpa_ref import .*\brandom_model\b"),
-        ):
-            used = re.sub(r"^(from|import) .*$", "", code, flags=re.M)
-            if re.search(rf"(?<![\w.]){name}\.", used):
-                assert re.search(pattern, code, re.M), (page, name, code[:80])

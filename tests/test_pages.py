@@ -1,6 +1,7 @@
 """The pages: thin, every number glued, every figure described."""
 
 import ast
+import builtins
 import re
 from pathlib import Path
 
@@ -105,3 +106,36 @@ def test_every_page_ends_with_exercises_and_computed_answers(page):
     assert 2 <= len(answers) <= 4, f"{page.name}: {len(answers)} answers"
     for answer in answers:
         assert re.search(r"```python\n>>> .*sdpa_ref", answer, re.S), answer[:80]
+
+
+def _unbound_names(code):
+    """Names a block of code reads without importing or assigning them first."""
+    tree = ast.parse(code)
+    bound = set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.Lambda):
+            bound |= {a.arg for a in node.args.args}
+            if isinstance(node, ast.FunctionDef):
+                bound.add(node.name)
+    return {
+        node.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    } - bound
+
+
+@pytest.mark.parametrize(
+    "page", [*PAGES, DOCS.parent / "README.md"], ids=lambda p: p.name
+)
+def test_every_doctest_block_runs_on_its_own(page):
+    """A reader copies one block: it must import what it uses, since the
+    doctest runner shares names between the blocks of a page."""
+    for block in re.findall(r"```python\n(.*?)```", page.read_text(), re.S):
+        code = "\n".join(
+            line[4:] for line in block.splitlines() if line.startswith((">>> ", "... "))
+        )
+        assert not _unbound_names(code), (page.name, _unbound_names(code), code[:120])
