@@ -5,7 +5,7 @@ and is meant to be read: each function is short, checks its input, and has a
 worked number in its docstring.
 """
 
-from . import example, flash, masks, precision, variants
+from . import example, flash, masks, mods, precision, variants
 from .core import attention, causal_mask, naive_softmax, softmax, tiled_attention
 from .cost import attention_macs, cost_table, kv_cache_bytes, score_bytes
 from .random_model import (
@@ -53,6 +53,7 @@ __all__ = [
     "max_entropy",
     "measured_score_std",
     "model_sweep",
+    "mods",
     "naive_softmax",
     "overflow_threshold",
     "precision",
