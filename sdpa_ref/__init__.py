@@ -6,6 +6,7 @@ worked number in its docstring.
 """
 
 from . import example, flash, masks, mods, precision, variants
+from .backward import Gradients, attention_backward, tiled_attention_backward
 from .core import attention, causal_mask, naive_softmax, softmax, tiled_attention
 from .cost import attention_macs, cost_table, kv_cache_bytes, score_bytes
 from .random_model import (
@@ -37,7 +38,9 @@ __all__ = [
     "BROKEN_MODELS",
     "SEED",
     "SIMULATED_WIDTHS",
+    "Gradients",
     "attention",
+    "attention_backward",
     "attention_macs",
     "attention_steps",
     "causal_mask",
@@ -70,6 +73,7 @@ __all__ = [
     "standard_score_row",
     "temperature_sweep",
     "tiled_attention",
+    "tiled_attention_backward",
     "variants",
     "weight_ratio",
 ]

@@ -271,3 +271,30 @@ def test_causal_is_a_right_bound_of_zero(rng):
         attention(q, k, v, is_causal=True, align="bottom_right"),
         attention(q, k, v, mask=causal_mask(3, 5, "bottom_right")),
     )
+
+
+def test_tiled_backward_holds_one_block_of_scores(monkeypatch, rng):
+    from sdpa_ref import tiled_attention_backward
+
+    q, k, v = (
+        rng.normal(size=(6, 4)),
+        rng.normal(size=(50, 4)),
+        rng.normal(size=(50, 3)),
+    )
+    out, lse = tiled_attention(q, k, v, return_lse=True)
+    seen = []
+    real_matmul = np.matmul
+
+    def spy(a, b, *args, **kwargs):
+        result = real_matmul(a, b, *args, **kwargs)
+        seen.append(result.shape)
+        return result
+
+    import sdpa_ref.backward
+    import sdpa_ref.core
+
+    monkeypatch.setattr(sdpa_ref.core.np, "matmul", spy)
+    monkeypatch.setattr(sdpa_ref.backward.np, "matmul", spy)
+    tiled_attention_backward(q, k, v, out, np.ones_like(out), lse, block_size=16)
+    assert max(a * b for a, b in seen) <= 6 * 16
+    assert (6, 50) not in seen

@@ -224,3 +224,33 @@ def test_sinks_need_a_head_axis(fn):
 def test_unknown_option_is_a_type_error(fn):
     with pytest.raises(TypeError, match="window_size"):
         fn(Q, K, V, window_size=(1, 1))
+
+
+def test_backward_arguments():
+    from sdpa_ref import attention_backward, tiled_attention_backward
+
+    out, lse = tiled_attention(Q, K, V, return_lse=True)
+    with pytest.raises(ValueError, match=r"grad_out must have the output's shape"):
+        attention_backward(Q, K, V, np.ones((3, 3)))
+    with pytest.raises(ValueError, match=r"out must have the output's shape"):
+        tiled_attention_backward(Q, K, V, out[:2], out, lse)
+    with pytest.raises(
+        ValueError, match=r"lse must have the shape \(..., n_q\) = \(3,\)"
+    ):
+        tiled_attention_backward(Q, K, V, out, out, lse[:, None])
+    with pytest.raises(ValueError, match="lse holds NaN"):
+        tiled_attention_backward(Q, K, V, out, out, np.full(3, np.nan))
+    with pytest.raises(ValueError, match="empty_rows='nan' has no gradient"):
+        attention_backward(Q, K, V, out, empty_rows="nan")
+    with pytest.raises(ValueError, match="block_size must be at least 1"):
+        tiled_attention_backward(Q, K, V, out, out, lse, block_size=0)
+    with pytest.raises(TypeError, match="grad_out must be a real numeric array"):
+        attention_backward(Q, K, V, np.array([["a"]]))
+    mask = np.array([[True] * 5, [False] * 5, [True] * 5])
+    with pytest.raises(
+        ValueError, match=r"query 1 \(batch index \(\)\) has no allowed"
+    ):
+        attention_backward(Q, K, V, out, mask=mask)
+    out, lse = tiled_attention(Q, K, V, mask=mask, empty_rows="zero", return_lse=True)
+    with pytest.raises(ValueError, match=r"query 1 .* has no allowed key"):
+        tiled_attention_backward(Q, K, V, out, out, lse, mask=mask)

@@ -194,3 +194,21 @@ def test_window_zero_zero_sees_only_the_aligned_diagonal(n_q, n_k, align, seed):
     offset = 0 if align == "top_left" else n_k - n_q
     rows, cols = np.arange(n_q)[:, None], np.arange(n_k)[None, :]
     np.testing.assert_array_equal(w, (cols == rows + offset).astype(float))
+
+
+@given(option_sets(), st.integers(1, 15))
+def test_tiled_backward_equals_dense_backward(case, block):
+    from sdpa_ref import attention_backward, tiled_attention_backward
+
+    q, k, v, options = case
+    grad_out = np.random.default_rng(block).normal(size=(*q.shape[:-1], v.shape[-1]))
+    dense = attention_backward(q, k, v, grad_out, **options)
+    out, lse = tiled_attention(q, k, v, block_size=block, return_lse=True, **options)
+    tiled = tiled_attention_backward(
+        q, k, v, out, grad_out, lse, block_size=block, **options
+    )
+    for got, expected in zip(tiled, dense, strict=True):
+        if expected is None:
+            assert got is None
+        else:
+            np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
