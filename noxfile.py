@@ -205,6 +205,7 @@ def parity(session: nox.Session) -> None:
         "pytest",
         "tests/test_parity_torch.py",
         "tests/test_parity_backward.py",
+        "tests/test_testing_torch.py",
         *session.posargs,
         env=env,
     )

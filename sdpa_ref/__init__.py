@@ -5,7 +5,7 @@ and is meant to be read: each function is short, checks its input, and has a
 worked number in its docstring.
 """
 
-from . import example, flash, masks, mods, precision, variants
+from . import example, flash, masks, mods, precision, testing, variants
 from .backward import Gradients, attention_backward, tiled_attention_backward
 from .core import attention, causal_mask, naive_softmax, softmax, tiled_attention
 from .cost import attention_macs, cost_table, kv_cache_bytes, score_bytes
@@ -72,6 +72,7 @@ __all__ = [
     "softmax_jacobian_norm",
     "standard_score_row",
     "temperature_sweep",
+    "testing",
     "tiled_attention",
     "tiled_attention_backward",
     "variants",

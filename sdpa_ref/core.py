@@ -194,19 +194,21 @@ class _Problem:
     def batch(self) -> tuple[int, ...]:
         return self.out_shape[:-2]
 
-    def logits(self, q_scaled, k_t, start, stop, *, keep_capped=False):
+    def logits(self, q_scaled, k_t, start, stop, *, keep_capped=False, rnd=None):
         """Final logits for key columns ``start:stop``, and the capped ones.
 
         The order is ``attention_ref``'s (flash_attn/utils/testing.py:291-327):
         scale, soft-cap, then the boolean masks, then the float mask. A mask
         before the soft-cap would be undone by it: ``cap · tanh(-inf)`` is
-        ``-cap``, not ``-inf``.
+        ``-cap``, not ``-inf``. ``rnd``, if given, rounds each step (the
+        naive low-precision computation of :mod:`sdpa_ref.testing`).
         """
+        rnd = rnd or (lambda x: x)
         with np.errstate(over="ignore", invalid="ignore"):  # _check_row_max
-            scores = np.matmul(q_scaled, k_t[..., start:stop])
+            scores = rnd(np.matmul(q_scaled, k_t[..., start:stop]))
         capped = None
         if self.softcap is not None:
-            softcap_score(scores, self.softcap)
+            scores = rnd(softcap_score(scores, self.softcap))
             if keep_capped:
                 capped = scores.copy()
         if self.mask_mods:
@@ -218,6 +220,7 @@ class _Problem:
             np.copyto(scores, -np.inf, where=~allowed)
         if self.bias is not None:
             scores += column_block(self.bias, np.arange(start, stop)[None, :])
+            scores = rnd(scores)
         return scores, capped
 
     def drop(self, probs, start, stop):
