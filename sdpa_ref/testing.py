@@ -36,12 +36,14 @@ __all__ = [
     "assert_attention_close",
     "check_attention",
     "demo_inputs",
+    "flash_atol",
     "forgot_rescale_kernel",
     "naive_attention",
     "naive_attention_backward",
     "no_max_softmax_kernel",
     "off_by_one_causal_kernel",
     "online_softmax_kernel",
+    "rounding",
     "tolerance_report",
     "tolerance_table",
     "wrong_gqa_kernel",
@@ -609,7 +611,11 @@ def tolerance_table(seed=SEED):
 OPTION_NAMES = (
     ("scale", "softmax_scale", "scale"),
     ("is_causal", "causal", "is_causal"),
-    ("align", "always bottom-right", "top-left; causal_lower_right for bottom-right"),
+    (
+        "align",
+        "always bottom-right",
+        "top-left; torch.nn.attention.bias.causal_lower_right",
+    ),
     (
         "window=(left, right), None = unbounded",
         "window_size, -1 = unbounded",
