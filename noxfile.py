@@ -193,14 +193,22 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def parity(session: nox.Session) -> None:
-    """Compare sdpa_ref with PyTorch's scaled_dot_product_attention in float64.
+    """Compare sdpa_ref with PyTorch in float64: SDPA's forward, and autograd's
+    gradients for every option, dense and tiled (to 1e-12).
 
     torch is pinned to 2.13.0: on this project's machines that pin is a CPU
     build on local disk, while a plain ``torch`` pulls a multi-GB CUDA build.
     """
     session.install("-e", ".", *group("test"), "torch==2.13.0")
     env = build_env() | {"REQUIRE_TORCH": "1"}
-    session.run("pytest", "tests/test_parity_torch.py", *session.posargs, env=env)
+    session.run(
+        "pytest",
+        "tests/test_parity_torch.py",
+        "tests/test_parity_backward.py",
+        "tests/test_testing_torch.py",
+        *session.posargs,
+        env=env,
+    )
 
 
 @nox.session

@@ -117,6 +117,61 @@ def tiled_against_dense():
     )
 
 
+def dense_backward_against_torch():
+    import torch  # noqa: PLC0415 (only the benchmark needs torch)
+
+    rng = np.random.default_rng(SEED)
+    q, k, v, grad_out = (rng.standard_normal((1, 8, 1024, 64)) for _ in range(4))
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    t_grad = torch.from_numpy(grad_out)
+
+    def torch_autograd():
+        tq, tk, tv = (torch.from_numpy(a).requires_grad_() for a in (q, k, v))
+        sdpa(tq, tk, tv).backward(t_grad)
+
+    ours, theirs = best_times(
+        lambda: sdpa_ref.attention_backward(q, k, v, grad_out), torch_autograd
+    )
+    print(
+        f"  dense backward (1, 8, 1024, 64) float64: sdpa_ref {ours * 1e3:.1f} ms, "
+        f"torch forward + autograd backward {theirs * 1e3:.1f} ms"
+    )
+    return row("dense backward time / torch autograd time", ours / theirs, 2.5, "x")
+
+
+def tiled_backward_against_dense():
+    rng = np.random.default_rng(SEED)
+    q, k, v, grad_out = (rng.standard_normal((1, 1, 4096, 64)) for _ in range(4))
+    out, lse = sdpa_ref.tiled_attention(q, k, v, return_lse=True)
+
+    def tiled():
+        return sdpa_ref.tiled_attention_backward(q, k, v, out, grad_out, lse)
+
+    def dense():
+        return sdpa_ref.attention_backward(q, k, v, grad_out)
+
+    dense_time, tiled_time = best_times(dense, tiled, repeats=3)
+    dense_mem, tiled_mem = peak_memory(dense), peak_memory(tiled)
+    mib = 2**20
+    print(
+        f"  backward, n = 4096, d = 64, block 128: dense {dense_time * 1e3:.0f} ms / "
+        f"{dense_mem / mib:.1f} MiB, tiled {tiled_time * 1e3:.0f} ms / "
+        f"{tiled_mem / mib:.1f} MiB"
+    )
+    ok = row(
+        "tiled backward peak memory / dense backward", tiled_mem / dense_mem, 1 / 8, ""
+    )
+    return (
+        row(
+            "tiled backward time / dense backward time",
+            tiled_time / dense_time,
+            2.0,
+            "x",
+        )
+        and ok
+    )
+
+
 def widget_update():
     site = Path(
         os.environ.get("SDPA_SITE", Path(__file__).parents[1] / "docs/_build/html")
@@ -179,7 +234,13 @@ def main():
         f"sdpa_ref {sdpa_ref.__version__}, numpy {np.__version__}, Python "
         f"{platform.python_version()}, {os.cpu_count()} cores"
     )
-    results = [dense_against_torch(), tiled_against_dense(), widget_update()]
+    results = [
+        dense_against_torch(),
+        tiled_against_dense(),
+        dense_backward_against_torch(),
+        tiled_backward_against_dense(),
+        widget_update(),
+    ]
     sys.exit(0 if all(results) else 1)
 
 

@@ -367,3 +367,46 @@ def window_markdown(rows):
             for r in rows
         ],
     )
+
+
+def kernel_tolerance_markdown(rows, tolerances):
+    """Example kernels judged by FlashAttention's rule and by fixed tolerances.
+
+    ``rows`` come from :func:`sdpa_ref.testing.tolerance_table`.
+    """
+
+    def verdict(passed, broken):
+        right = passed != broken
+        return ("passes" if passed else "fails") + ("" if right else " ✗")
+
+    return markdown_table(
+        [
+            "kernel",
+            "precision",
+            "error vs float64",
+            "naive error",
+            "FlashAttention's rule",
+            *(f"fixed {tol:g}" for tol in tolerances),
+        ],
+        [
+            [
+                r["kernel"],
+                r["precision"],
+                f"{r['kernel_error']:.2g}",
+                f"{r['naive_error']:.2g}",
+                verdict(r["flash"], r["broken"]),
+                *(verdict(r["fixed"][tol], r["broken"]) for tol in tolerances),
+            ]
+            for r in rows
+        ],
+        align=[":--", ":--", "--:", "--:", ":--", *[":--"] * len(tolerances)],
+    )
+
+
+def option_names_markdown(rows):
+    """sdpa_ref's option names beside FlashAttention's and PyTorch's."""
+    return markdown_table(
+        ["sdpa_ref", "FlashAttention", "PyTorch"],
+        [[f"`{a}`" if "(" not in a else a, b, c] for a, b, c in rows],
+        align=[":--"] * 3,
+    )

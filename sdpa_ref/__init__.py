@@ -5,7 +5,8 @@ and is meant to be read: each function is short, checks its input, and has a
 worked number in its docstring.
 """
 
-from . import example, flash, masks, precision, variants
+from . import example, flash, masks, mods, precision, testing, variants
+from .backward import Gradients, attention_backward, tiled_attention_backward
 from .core import attention, causal_mask, naive_softmax, softmax, tiled_attention
 from .cost import attention_macs, cost_table, kv_cache_bytes, score_bytes
 from .random_model import (
@@ -37,7 +38,9 @@ __all__ = [
     "BROKEN_MODELS",
     "SEED",
     "SIMULATED_WIDTHS",
+    "Gradients",
     "attention",
+    "attention_backward",
     "attention_macs",
     "attention_steps",
     "causal_mask",
@@ -53,6 +56,7 @@ __all__ = [
     "max_entropy",
     "measured_score_std",
     "model_sweep",
+    "mods",
     "naive_softmax",
     "overflow_threshold",
     "precision",
@@ -68,7 +72,9 @@ __all__ = [
     "softmax_jacobian_norm",
     "standard_score_row",
     "temperature_sweep",
+    "testing",
     "tiled_attention",
+    "tiled_attention_backward",
     "variants",
     "weight_ratio",
 ]

@@ -107,3 +107,124 @@ def empty_row_policy(policy) -> str:
             f"empty_rows must be one of {EMPTY_ROW_POLICIES}, got {policy!r}"
         )
     return policy
+
+
+ALIGNMENTS = ("top_left", "bottom_right")
+
+
+def alignment(align) -> str:
+    """Return ``align`` if it is one of :data:`ALIGNMENTS`."""
+    if not isinstance(align, str) or align not in ALIGNMENTS:
+        raise ValueError(f"align must be one of {ALIGNMENTS}, got {align!r}")
+    return align
+
+
+def _bound(value, name):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{name} must be an integer >= 0 or None (unbounded), got {value!r} "
+            f"({type(value).__name__})"
+        )
+    if value < 0:
+        raise ValueError(
+            f"{name} must be >= 0 or None (unbounded), got {value}; FlashAttention's "
+            f"-1 for 'unbounded' is None here"
+        )
+    return int(value)
+
+
+def window_bounds(window) -> tuple[int | None, int | None]:
+    """Return ``window`` as ``(left, right)``, each an int >= 0 or None."""
+    if window is None:
+        return None, None
+    if isinstance(window, (str, bytes)) or not hasattr(window, "__len__"):
+        raise TypeError(f"window must be a pair (left, right), got {window!r}")
+    if len(window) != 2:
+        raise ValueError(
+            f"window must be a pair (left, right), got {len(window)} values: {window!r}"
+        )
+    return _bound(window[0], "window's left bound"), _bound(
+        window[1], "window's right bound"
+    )
+
+
+def softcap_value(softcap) -> float | None:
+    """Return ``softcap`` as a positive finite float, or None."""
+    if softcap is None:
+        return None
+    if isinstance(softcap, bool) or not isinstance(softcap, numbers.Real):
+        raise TypeError(
+            f"softcap must be None or a positive number, got {softcap!r} "
+            f"({type(softcap).__name__})"
+        )
+    value = float(softcap)
+    if not np.isfinite(value) or value <= 0:
+        raise ValueError(
+            f"softcap must be positive and finite, got {softcap!r}; "
+            f"FlashAttention's 0.0 for 'off' is None here"
+        )
+    return value
+
+
+def dropout_probability(p) -> float:
+    """Return ``p`` as a float in [0, 1), or raise."""
+    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise TypeError(
+            f"dropout_p must be a number in [0, 1), got {p!r} ({type(p).__name__})"
+        )
+    value = float(p)
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"dropout_p must lie in [0, 1), got {p!r}")
+    return value
+
+
+def lengths_array(lengths, name, n, batch, shapes):
+    """Return per-sequence lengths as an int64 array of shape (B,), or None."""
+    if lengths is None:
+        return None
+    arr = np.asarray(lengths)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(
+            f"{name} must be an integer array of shape (B,), got dtype {arr.dtype} "
+            f"(shape {arr.shape})"
+        )
+    if len(batch) != 2:
+        raise ValueError(f"{name} needs 4-D inputs (B, H, n, d), got {shapes}")
+    if arr.shape != (batch[0],):
+        raise ValueError(
+            f"{name} must have shape (B,) = ({batch[0]},), one length per batch "
+            f"entry, got shape {arr.shape} ({shapes})"
+        )
+    bad = (arr < 0) | (arr > n)
+    if bad.any():
+        where = first_index(bad)[0]
+        raise ValueError(
+            f"{name} must lie in 0..{n}, got {int(arr[where])} at batch index "
+            f"{where} ({shapes})"
+        )
+    return arr.astype(np.int64)
+
+
+def sink_array(sink_logits, batch, shapes):
+    """Return the per-head sink logits as float64 of shape (H, 1, 1), or None."""
+    if sink_logits is None:
+        return None
+    arr = real_array(sink_logits, "sink_logits", dtype=np.float64)
+    if len(batch) < 1:
+        raise ValueError(
+            f"sink_logits has one logit per query head on axis -3, but the inputs "
+            f"have no head axis ({shapes})"
+        )
+    if arr.shape != (batch[-1],):
+        raise ValueError(
+            f"sink_logits must have shape (H,) = ({batch[-1]},), one logit per "
+            f"query head, got shape {arr.shape} ({shapes})"
+        )
+    if not np.isfinite(arr).all():
+        raise ValueError(
+            f"sink_logits must be finite, got {arr.tolist()}; leave a head's sink "
+            f"out with a very negative logit rather than -inf"
+        )
+    return arr.reshape(-1, 1, 1)

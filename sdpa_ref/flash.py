@@ -14,7 +14,8 @@ import tracemalloc
 import numpy as np
 
 from ._checks import positive_int, real_array
-from .core import attention, softmax, tiled_attention
+from .backward import attention_backward, tiled_attention_backward
+from .core import attention, tiled_attention
 from .random_model import SEED
 
 __all__ = [
@@ -27,7 +28,6 @@ __all__ = [
     "PAPER_MAX_MEMORY_SAVING",
     "README_MEMORY_SAVINGS",
     "README_SETTING",
-    "attention_gradients",
     "block_sizes",
     "figure_2_ratios",
     "gradient_check",
@@ -36,7 +36,6 @@ __all__ = [
     "online_softmax_trace",
     "peak_memory",
     "sram_elements",
-    "tiled_attention_gradients",
 ]
 
 #: The A100 GPU as Dao et al. (2022, arXiv:2205.14135, Section 2.1) describe
@@ -275,136 +274,13 @@ def figure_2_ratios(figure=None):
     }
 
 
-def _head(q, k, v, grad_out):
-    q = real_array(q, "q", min_ndim=2, dtype=np.float64)
-    k = real_array(k, "k", min_ndim=2, dtype=np.float64)
-    v = real_array(v, "v", min_ndim=2, dtype=np.float64)
-    do = real_array(grad_out, "grad_out", min_ndim=2, dtype=np.float64)
-    if not (q.ndim == k.ndim == v.ndim == do.ndim == 2):
-        raise ValueError("q, k, v and grad_out must be 2-D: one head, no batch")
-    if k.shape[1] != q.shape[1] or v.shape[0] != k.shape[0]:
-        raise ValueError(
-            f"need q (n_q, d), k (n_k, d), v (n_k, d_v), got {q.shape}, "
-            f"{k.shape}, {v.shape}"
-        )
-    if do.shape != (q.shape[0], v.shape[1]):
-        raise ValueError(
-            f"grad_out must have the output's shape {(q.shape[0], v.shape[1])}, "
-            f"got {do.shape}"
-        )
-    return q, k, v, do, 1.0 / np.sqrt(q.shape[1])
-
-
-def attention_gradients(q, k, v, grad_out):
-    """The backward pass of one head, with the whole weight matrix ``P`` in memory.
-
-    For ``O = P V``, ``P = softmax(S)``, ``S = τ Q Kᵀ`` with ``τ = 1/√d`` and
-    the gradient ``dO`` of some loss with respect to ``O``::
-
-        dV = Pᵀ dO        dP = dO Vᵀ        dS = P ∘ (dP − rowsum(P ∘ dP))
-        dQ = τ dS K       dK = τ dSᵀ Q
-
-    This is the reference that :func:`tiled_attention_gradients` must match.
-
-    Returns
-    -------
-    dict
-        ``dq``, ``dk``, ``dv``, each shaped like its input.
-
-    Examples
-    --------
-    >>> from sdpa_ref import example
-    >>> Q, K, V = example.vectors(4)
-    >>> g = attention_gradients(Q, K, V, np.ones((4, 2)))
-    >>> g["dv"].sum(axis=0)  # each row of P sums to 1: dV's rows add up to dO's
-    array([4., 4.])
-    """
-    q, k, v, do, tau = _head(q, k, v, grad_out)
-    p = softmax(tau * (q @ k.T))
-    dp = do @ v.T
-    ds = p * (dp - (p * dp).sum(axis=1, keepdims=True))
-    return {"dq": tau * (ds @ k), "dk": tau * (ds.T @ q), "dv": p.T @ do}
-
-
-def tiled_attention_gradients(q, k, v, grad_out, block_size=128):
-    """The backward pass of FlashAttention-2, one block of keys at a time.
-
-    The forward pass keeps the output ``O`` and one number per query, the
-    log-sum-exp ``lse = m + log ℓ`` of its scaled scores (Dao 2023,
-    FlashAttention-2, Section 3.1.1, which calls it ``L``; this site keeps
-    ``L`` for the logits). The backward pass first forms
-    ``D = rowsum(dO ∘ O)``, which equals ``rowsum(P ∘ dP)`` (Dao et al. 2022,
-    Appendix B.2, eq. 4), then, for each block ``j`` of keys, recomputes the
-    block of weights from ``Q``, ``K_j`` and ``lse`` and uses it at once::
-
-        P_j = exp(τ Q K_jᵀ − lse)    dV_j = P_jᵀ dO      dP_j = dO V_jᵀ
-        dS_j = P_j ∘ (dP_j − D)      dQ += τ dS_j K_j     dK_j = τ dS_jᵀ Q
-
-    No ``n_q x n_k`` array ever exists: the largest is one ``n_q x block``
-    block. (FlashAttention also splits the queries into blocks; that changes
-    where the numbers live, not the arithmetic.)
-
-    Returns
-    -------
-    dict
-        ``dq``, ``dk``, ``dv``; ``output`` and ``logsumexp``, what the forward
-        pass saved; ``saved_per_query`` (1, the log-sum-exp) against
-        ``weights_per_query`` (``n_k``, a row of ``P``); and
-        ``largest_block`` (entries of the biggest score block).
-
-    Examples
-    --------
-    >>> from sdpa_ref import example
-    >>> Q, K, V = example.vectors(4)
-    >>> dO = np.ones((4, 2))
-    >>> tiled = tiled_attention_gradients(Q, K, V, dO, block_size=3)
-    >>> dense = attention_gradients(Q, K, V, dO)
-    >>> bool(max(np.abs(tiled[x] - dense[x]).max() for x in dense) < 1e-14)
-    True
-    >>> tiled["logsumexp"].shape, tiled["largest_block"]
-    ((4,), 12)
-    """
-    q, k, v, do, tau = _head(q, k, v, grad_out)
-    block_size = positive_int(block_size, "block_size")
-    n_q, n_k = q.shape[0], k.shape[0]
-    # Forward pass: the online softmax, keeping only O and lse = m + log(l).
-    m, total, acc = np.full(n_q, -np.inf), np.zeros(n_q), np.zeros((n_q, v.shape[1]))
-    for start in range(0, n_k, block_size):
-        s = tau * (q @ k[start : start + block_size].T)
-        m_new = np.maximum(m, s.max(axis=1))
-        rescale = np.exp(m - m_new)
-        e = np.exp(s - m_new[:, None])
-        total = rescale * total + e.sum(axis=1)
-        acc = rescale[:, None] * acc + e @ v[start : start + block_size]
-        m = m_new
-    out = acc / total[:, None]
-    lse = m + np.log(total)
-    # Backward pass.
-    delta = (do * out).sum(axis=1, keepdims=True)
-    dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
-    largest = 0
-    for start in range(0, n_k, block_size):
-        stop = min(start + block_size, n_k)
-        p = np.exp(tau * (q @ k[start:stop].T) - lse[:, None])
-        largest = max(largest, p.size)
-        dv[start:stop] = p.T @ do
-        ds = p * (do @ v[start:stop].T - delta)
-        dq += tau * (ds @ k[start:stop])
-        dk[start:stop] = tau * (ds.T @ q)
-    return {
-        "dq": dq,
-        "dk": dk,
-        "dv": dv,
-        "output": out,
-        "logsumexp": lse,
-        "saved_per_query": 1,
-        "weights_per_query": n_k,
-        "largest_block": largest,
-    }
-
-
 def gradient_check(n=256, d=64, block_size=64, *, seed=SEED):
     """Seeded random inputs through both backward passes: how far apart they land.
+
+    The dense pass is :func:`sdpa_ref.attention_backward`, with the whole
+    weight matrix ``P`` in memory; the tiled one is
+    :func:`sdpa_ref.tiled_attention_backward`, FlashAttention-2's, which
+    recomputes ``P`` block by block from the forward pass's log-sum-exp.
 
     Returns
     -------
@@ -422,18 +298,23 @@ def gradient_check(n=256, d=64, block_size=64, *, seed=SEED):
     (True, 64, 4096, 1024)
     """
     n, d = positive_int(n, "n"), positive_int(d, "d")
+    block_size = positive_int(block_size, "block_size")
     rng = np.random.default_rng((seed, n, d))
     q, k, v, do = (rng.standard_normal((n, d)) for _ in range(4))
-    dense = attention_gradients(q, k, v, do)
-    tiled = tiled_attention_gradients(q, k, v, do, block_size)
+    dense = attention_backward(q, k, v, do)
+    out, lse = tiled_attention(q, k, v, block_size=block_size, return_lse=True)
+    tiled = tiled_attention_backward(q, k, v, out, do, lse, block_size=block_size)
     return {
         "n": n,
         "d": d,
         "block_size": block_size,
-        "max_abs_diff": float(max(np.abs(tiled[x] - dense[x]).max() for x in dense)),
-        "saved": int(tiled["logsumexp"].size),
+        "max_abs_diff": float(
+            max(np.abs(t - g).max() for t, g in zip(tiled[:3], dense[:3], strict=True))
+        ),
+        "saved": int(lse.size),
         "weights": n * n,
-        "largest_block": tiled["largest_block"],
+        # The tiled backward recomputes one (queries x block) slab of P at a time.
+        "largest_block": n * min(block_size, n),
     }
 
 

@@ -218,3 +218,83 @@ def test_check_finite_false_lets_the_caller_take_responsibility():
     q = np.array([[np.nan, 0.0]])
     with pytest.raises(ValueError, match="overflowed"):
         attention(q, np.ones((2, 2)), np.ones((2, 1)), check_finite=False)
+
+
+def test_return_order_is_out_weights_lse(rng):
+    q, k, v = rng.normal(size=(2, 4)), rng.normal(size=(3, 4)), rng.normal(size=(3, 2))
+    out, w, lse = attention(q, k, v, return_weights=True, return_lse=True)
+    logits = q @ k.T / 2
+    np.testing.assert_allclose(lse, np.log(np.exp(logits).sum(-1)))
+    np.testing.assert_allclose(w, np.exp(logits - lse[:, None]))
+    np.testing.assert_allclose(out, w @ v)
+    out2, lse2 = attention(q, k, v, return_lse=True)
+    np.testing.assert_array_equal(out2, out)
+    np.testing.assert_array_equal(lse2, lse)
+
+
+@pytest.mark.parametrize("fn", [attention, tiled_attention])
+def test_a_sink_makes_an_empty_row_zero_without_an_error(fn, rng):
+    q, k, v = (rng.normal(size=(1, 2, n, 3)) for n in (2, 4, 4))
+    mask = np.array([[True, True, False, False], [False] * 4])
+    out, lse = fn(
+        q, k, v, mask=mask, sink_logits=np.array([0.5, -1.0]), return_lse=True
+    )
+    np.testing.assert_array_equal(out[..., 1, :], 0.0)
+    np.testing.assert_allclose(lse[..., 1], [[0.5, -1.0]])
+
+
+@pytest.mark.parametrize("fn", [attention, tiled_attention])
+def test_padded_queries_are_zero_even_when_empty_rows_raise(fn, rng):
+    q, k, v = (rng.normal(size=(2, 1, n, 3)) for n in (3, 4, 4))
+    out, lse = fn(q, k, v, q_lengths=np.array([1, 3]), return_lse=True)
+    np.testing.assert_array_equal(out[0, 0, 1:], 0.0)
+    assert np.isneginf(lse[0, 0, 1:]).all()
+    np.testing.assert_allclose(out[1], attention(q[1], k[1], v[1]))
+
+
+def test_dropout_returns_weights_before_dropout(rng):
+    q, k, v = rng.normal(size=(2, 4)), rng.normal(size=(3, 4)), rng.normal(size=(3, 2))
+    keep = np.array([[True, False, True], [True, True, True]])
+    out, w = attention(q, k, v, dropout_mask=keep, dropout_p=0.25, return_weights=True)
+    np.testing.assert_allclose(w, attention(q, k, v, return_weights=True)[1])
+    np.testing.assert_allclose(out, (w * keep) @ v / 0.75)
+
+
+def test_causal_is_a_right_bound_of_zero(rng):
+    q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
+    for align in ("top_left", "bottom_right"):
+        np.testing.assert_array_equal(
+            attention(q, k, v, is_causal=True, align=align),
+            attention(q, k, v, window=(None, 0), align=align),
+        )
+    np.testing.assert_allclose(
+        attention(q, k, v, is_causal=True, align="bottom_right"),
+        attention(q, k, v, mask=causal_mask(3, 5, "bottom_right")),
+    )
+
+
+def test_tiled_backward_holds_one_block_of_scores(monkeypatch, rng):
+    from sdpa_ref import tiled_attention_backward
+
+    q, k, v = (
+        rng.normal(size=(6, 4)),
+        rng.normal(size=(50, 4)),
+        rng.normal(size=(50, 3)),
+    )
+    out, lse = tiled_attention(q, k, v, return_lse=True)
+    seen = []
+    real_matmul = np.matmul
+
+    def spy(a, b, *args, **kwargs):
+        result = real_matmul(a, b, *args, **kwargs)
+        seen.append(result.shape)
+        return result
+
+    import sdpa_ref.backward
+    import sdpa_ref.core
+
+    monkeypatch.setattr(sdpa_ref.core.np, "matmul", spy)
+    monkeypatch.setattr(sdpa_ref.backward.np, "matmul", spy)
+    tiled_attention_backward(q, k, v, out, np.ones_like(out), lse, block_size=16)
+    assert max(a * b for a, b in seen) <= 6 * 16
+    assert (6, 50) not in seen

@@ -107,3 +107,108 @@ def test_huge_logits_stay_finite(row):
     w = softmax(row)
     assert np.isfinite(w).all()
     np.testing.assert_allclose(w.sum(), 1.0)
+
+
+@st.composite
+def option_sets(draw):
+    """Any combination of FlashAttention's options, on GQA inputs."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    b, h_kv = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    h = h_kv * draw(st.integers(1, 3))
+    n_q, n_k, d = (draw(st.integers(1, n)) for n in (9, 14, 4))
+    options = {
+        "align": draw(st.sampled_from(["top_left", "bottom_right"])),
+        "empty_rows": "zero",
+    }
+    if draw(st.booleans()):
+        options["window"] = (
+            draw(st.one_of(st.none(), st.integers(0, 6))),
+            draw(st.one_of(st.none(), st.integers(0, 6))),
+        )
+        if options["window"][0] is not None:
+            options["sink_tokens"] = draw(st.integers(0, 3))
+    else:
+        options["is_causal"] = draw(st.booleans())
+    if draw(st.booleans()):
+        options["chunk"] = draw(st.integers(1, 5))
+    if draw(st.booleans()):
+        options["softcap"] = draw(st.floats(0.5, 20))
+    if draw(st.booleans()):
+        options["sink_logits"] = rng.normal(size=h)
+    if draw(st.booleans()):
+        options["q_lengths"] = rng.integers(0, n_q + 1, size=b)
+    if draw(st.booleans()):
+        options["k_lengths"] = rng.integers(0, n_k + 1, size=b)
+    mask_kind = draw(st.sampled_from(["none", "bool", "float"]))
+    if mask_kind == "bool":
+        options["mask"] = rng.random((n_q, n_k)) < 0.7
+    elif mask_kind == "float":
+        options["mask"] = np.where(
+            rng.random((h, n_q, 1)) < 0.8, rng.normal(size=(h, n_q, 1)), -np.inf
+        )
+    if draw(st.booleans()):
+        options["dropout_p"] = draw(st.floats(0.01, 0.9))
+        options["dropout_mask"] = rng.random((b, 1, n_q, n_k)) > 0.3
+    q = rng.normal(size=(b, h, n_q, d)) * 2
+    k = rng.normal(size=(b, h_kv, n_k, d)) * 2
+    v = rng.normal(size=(b, h_kv, n_k, d + 1))
+    return q, k, v, options
+
+
+@given(option_sets(), st.integers(1, 15))
+def test_tiled_equals_dense_with_every_option(case, block):
+    q, k, v, options = case
+    dense, lse = attention(q, k, v, return_lse=True, **options)
+    tiled, tiled_lse = tiled_attention(
+        q, k, v, block_size=block, return_lse=True, **options
+    )
+    np.testing.assert_allclose(tiled, dense, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(tiled_lse, lse, rtol=0, atol=1e-12)
+
+
+@given(option_sets())
+def test_lse_normalises_the_weights_and_the_sink(case):
+    q, k, v, options = case
+    _, w, lse = attention(q, k, v, return_weights=True, return_lse=True, **options)
+    live = np.isfinite(lse)
+    sink = options.get("sink_logits")
+    sink_weight = 0.0 if sink is None else np.exp(sink[:, None] - lse)
+    total = w.sum(-1) + sink_weight
+    np.testing.assert_allclose(total[live], 1.0, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(w[~live], 0.0)
+
+
+@given(
+    st.integers(1, 9),
+    st.integers(1, 9),
+    st.sampled_from(["top_left", "bottom_right"]),
+    st.integers(0, 2**32 - 1),
+)
+def test_window_zero_zero_sees_only_the_aligned_diagonal(n_q, n_k, align, seed):
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.normal(size=(n, 3)) for n in (n_q, n_k, n_k))
+    _, w = attention(
+        q, k, v, window=(0, 0), align=align, empty_rows="zero", return_weights=True
+    )
+    offset = 0 if align == "top_left" else n_k - n_q
+    rows, cols = np.arange(n_q)[:, None], np.arange(n_k)[None, :]
+    np.testing.assert_array_equal(w, (cols == rows + offset).astype(float))
+
+
+@given(option_sets(), st.integers(1, 15))
+def test_tiled_backward_equals_dense_backward(case, block):
+    from sdpa_ref import attention_backward, tiled_attention_backward
+
+    q, k, v, options = case
+    grad_out = np.random.default_rng(block).normal(size=(*q.shape[:-1], v.shape[-1]))
+    dense = attention_backward(q, k, v, grad_out, **options)
+    out, lse = tiled_attention(q, k, v, block_size=block, return_lse=True, **options)
+    tiled = tiled_attention_backward(
+        q, k, v, out, grad_out, lse, block_size=block, **options
+    )
+    for got, expected in zip(tiled, dense, strict=True):
+        if expected is None:
+            assert got is None
+        else:
+            np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)

@@ -27,7 +27,10 @@ def svg_text_sizes(svg: str) -> tuple[float, list[float]]:
 
 
 def test_svg_text_sizes_reads_matplotlib_output():
-    svg = '<svg width="345.6pt"><g style="x" transform="translate(1 2) scale(0.09 -0.09)">'
+    svg = (
+        '<svg width="345.6pt">'
+        '<g style="x" transform="translate(1 2) scale(0.09 -0.09)">'
+    )
     assert svg_text_sizes(svg) == (345.6, [9.0])
 
 
