@@ -364,7 +364,7 @@ def standard_score_row(n_keys, *, seed=SEED):
 
     Multiplying it by ``s`` gives a row whose standard deviation is ``s``, the
     x-axis of the saturation figure. It is the first row of
-    :func:`standard_score_rows` with the same seed.
+    :func:`sdpa_ref.random_model.standard_score_rows` with the same seed.
 
     Examples
     --------
