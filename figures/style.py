@@ -19,6 +19,7 @@ import matplotlib as mpl
 from IPython.display import SVG
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 #: One colour per key, the same in every figure and in the interactive one.
 KEY_COLORS = ("#0072B2", "#D55E00", "#009E73", "#BF5F99")
@@ -33,6 +34,14 @@ SERIES_COLORS = ("#0072B2", "#D55E00", "#009E73", "#BF5F99", "#1a1a1a")
 #: A sequential colour map that stays readable in grey and for colour-blind readers.
 HEATMAP_CMAP = "cividis"
 
+#: The widest a figure is drawn, in inches. A 390 px phone shows a figure at
+#: about 350 CSS px, so one drawn 4.8 in (460 px) wide shrinks to 0.76 of its
+#: size there, and type of MIN_FONT_PT still renders at 9 CSS px.
+PAGE_WIDTH = 4.8
+#: The smallest type in any figure, in points. Matplotlib's super- and
+#: subscripts are smaller again, so tick labels avoid them (:func:`plain_log_ticks`).
+MIN_FONT_PT = 9.0
+
 RC = {
     "svg.hashsalt": "sdpa-ref",
     "svg.fonttype": "path",
@@ -40,6 +49,9 @@ RC = {
     "font.size": 10,
     "axes.titlesize": 10.5,
     "axes.labelsize": 10,
+    "xtick.labelsize": MIN_FONT_PT,
+    "ytick.labelsize": MIN_FONT_PT,
+    "legend.fontsize": MIN_FONT_PT,
     "axes.edgecolor": MUTED,
     "axes.labelcolor": INK,
     "axes.titlecolor": INK,
@@ -94,14 +106,37 @@ def styled(builder):
 
 
 def new_figure(
-    width: float = 7.0, height: float = 3.0, **subplots
+    width: float = PAGE_WIDTH, height: float = 3.0, **subplots
 ) -> tuple[Figure, object]:
     """A constrained-layout figure and its axes, for builders wrapped in :func:`styled`.
 
     No pyplot: the figure belongs to no global state and needs no backend.
+    A figure is at most :data:`PAGE_WIDTH` wide, so its type stays readable on
+    a phone; two panels go one above the other rather than side by side.
+
+    Examples
+    --------
+    >>> new_figure(7.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: a figure is at most PAGE_WIDTH = 4.8 in wide, got width=7.0
     """
+    if width > PAGE_WIDTH:
+        raise ValueError(
+            f"a figure is at most PAGE_WIDTH = {PAGE_WIDTH} in wide, got width={width}"
+        )
     fig = Figure(figsize=(width, height), layout="constrained")
     return fig, (fig.subplots(**subplots) if subplots else fig.add_subplot())
+
+
+def plain_log_ticks(ax, axis: str = "x") -> None:
+    """Label a base-2 log axis 1, 4, 16, … rather than 2⁰, 2², 2⁴, ….
+
+    Matplotlib draws an exponent at 0.7 of the label's size, too small to read
+    on a phone; a plain number is also the quicker read.
+    """
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
 
 
 _LONG_DECIMAL = re.compile(rb"-?\d+\.\d{3,}")

@@ -202,3 +202,59 @@ def test_run_experiment_on_a_small_grid():
         8, "none", seed=1, steps=3, setting=training.Setting(gain=2.0)
     )
     np.testing.assert_allclose(result["runs"]["b"]["none"][8]["loss"][1], alone.loss)
+
+
+@pytest.fixture(scope="module")
+def small_result():
+    return training.run_experiment(
+        widths=(4, 16),
+        seeds=(0, 1),
+        steps=4,
+        settings={
+            "main": training.Setting(),
+            "larger init": training.Setting(gain=2.0),
+        },
+    )
+
+
+def test_training_figures_fit_the_page_and_repeat_byte_for_byte(small_result):
+    from matplotlib.figure import Figure
+
+    from figures import style
+    from figures import training as figs
+
+    builders = {
+        "loss": lambda: figs.loss_figure(small_result),
+        "entropy": lambda: figs.entropy_figure(small_result, ceiling=np.log(8)),
+        "gradient": lambda: figs.init_gradient_figure(small_result),
+        "final": lambda: figs.final_loss_figure(small_result),
+    }
+    panels = {"loss": 2, "entropy": 2, "gradient": 2, "final": 2}
+    for name, build in builders.items():
+        fig = build()
+        assert isinstance(fig, Figure)
+        assert fig.get_figwidth() <= style.PAGE_WIDTH
+        assert len(fig.axes) == panels[name], name
+        for ax in fig.axes:
+            assert ax.get_ylabel()
+        assert style.svg_bytes(fig) == style.svg_bytes(build()), name
+
+
+def test_entropy_figure_draws_the_ceiling_and_a_band_per_scale(small_result):
+    from figures import training as figs
+
+    fig = figs.entropy_figure(small_result, ceiling=np.log(8))
+    top = fig.axes[0]
+    assert any(np.allclose(line.get_ydata(), np.log(8)) for line in top.get_lines())
+    assert len(top.collections) == len(training.SCALES)  # the seeds' ranges
+
+
+def test_summary_table_has_a_row_per_setting_and_width(small_result):
+    from figures import training as figs
+
+    text = figs.summary_markdown(small_result["summary"])
+    lines = text.splitlines()
+    assert len(lines) == 2 + 2 * 2
+    assert lines[0].count("loss (accuracy)") == 3
+    first = small_result["summary"][0]
+    assert f"{first['loss']:.3f}" in lines[2]
