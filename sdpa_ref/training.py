@@ -452,9 +452,11 @@ def run_experiment(
         ``(len(seeds), steps)`` (``loss``, ``accuracy``, ``entropy``,
         ``grad_norm_q``); ``summary`` holds one row per setting and arm with
         the mean and range over seeds of the final loss and accuracy (the
-        mean of the last 10 % of steps); ``prediction[rows][setting][scale]``
-        holds :func:`predicted_grad_ratio` per width for ``rows`` "random"
-        and "page"; ``seconds`` is the wall time of the training.
+        mean of the last 10 % of steps), the entropy and ``|∇W_Q|`` at step
+        1, and that gradient over the same seed's 1/√d_k arm's;
+        ``prediction[rows][setting][scale]`` holds
+        :func:`predicted_grad_ratio` per width for ``rows`` "random" and
+        "page"; ``seconds`` is the wall time of the training.
     """
     settings = DEFAULT_SETTINGS if settings is None else settings
     start = time.perf_counter()
@@ -498,6 +500,7 @@ def run_experiment(
                         "accuracy_min": float(final_acc.min()),
                         "accuracy_max": float(final_acc.max()),
                         "init_grad_norm_q": float(arrays["grad_norm_q"][:, 0].mean()),
+                        "init_grad_ratio": _init_grad_ratio(by_scale, d_k, arrays),
                         "init_entropy": float(arrays["entropy"][:, 0].mean()),
                     }
                 )
@@ -524,6 +527,14 @@ def run_experiment(
         "settings": dict(settings),
         "seconds": seconds,
     }
+
+
+def _init_grad_ratio(runs_of_setting, d_k, arrays):
+    """Mean over seeds of |∇W_Q| at step 1 over the same seed's 1/√d_k arm's."""
+    if "sqrt" not in runs_of_setting:
+        return float("nan")
+    reference = runs_of_setting["sqrt"][d_k]["grad_norm_q"][:, 0]
+    return float((arrays["grad_norm_q"][:, 0] / reference).mean())
 
 
 #: The main setting, and the second settings that test its dependence on the
