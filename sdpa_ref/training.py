@@ -456,7 +456,8 @@ def run_experiment(
         1, and that gradient over the same seed's 1/√d_k arm's;
         ``prediction[rows][setting][scale]`` holds
         :func:`predicted_grad_ratio` per width for ``rows`` "random" and
-        "page"; ``seconds`` is the wall time of the training.
+        "page"; ``n_runs`` counts the runs; ``seconds`` is the wall time of
+        the training.
     """
     settings = DEFAULT_SETTINGS if settings is None else settings
     start = time.perf_counter()
@@ -524,6 +525,7 @@ def run_experiment(
         "scales": tuple(scales),
         "seeds": tuple(seeds),
         "steps": steps,
+        "n_runs": len(models) * len(scales) * len(widths),
         "settings": dict(settings),
         "seconds": seconds,
     }

@@ -197,6 +197,7 @@ def test_run_experiment_on_a_small_grid():
     assert row["loss_min"] <= row["loss"] <= row["loss_max"]
     assert result["prediction"]["page"]["a"]["sqrt"].tolist() == [1.0, 1.0]
     assert result["seconds"] > 0
+    assert result["n_runs"] == 2 * 2 * 2 * 2
     # The same arm and seed alone gives the same numbers.
     alone = training.train(
         8, "none", seed=1, steps=3, setting=training.Setting(gain=2.0)
