@@ -40,6 +40,12 @@ def build_env() -> dict[str, str]:
         "SOURCE_DATE_EPOCH": epoch or "0",
         "PYTHONHASHSEED": "0",
         "MPLBACKEND": "Agg",
+        # The pages' NumPy work is many small matrix products. On two shared
+        # cores, BLAS threads wait on each other: the training page's
+        # experiment took 13 ms a step at d_k = 256 with one thread and 35 to
+        # 120 ms with two, under load. One thread keeps it inside 30 s.
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
     }
 
 

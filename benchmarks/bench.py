@@ -229,6 +229,35 @@ def widget_update():
     return row("figure update time, 95th percentile", p95, 16.0, "ms")
 
 
+#: The training page's experiment, run as the docs build runs it: in a fresh
+#: interpreter with one BLAS thread (noxfile.build_env).
+TRAINING_SCRIPT = """
+import time
+from sdpa_ref import training
+start, cpu = time.perf_counter(), time.process_time()
+result = training.run_experiment()
+print(time.perf_counter() - start, time.process_time() - cpu, result["n_runs"])
+"""
+
+
+def training_experiment():
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", TRAINING_SCRIPT],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    ).stdout.split()
+    seconds, cpu, runs = float(out[0]), float(out[1]), int(out[2])
+    # CPU time says what the work costs; wall time what a busy machine adds.
+    print(
+        f"  training page: {runs} runs of sdpa_ref.training, one BLAS thread: "
+        f"{seconds:.1f} s wall, {cpu:.1f} s CPU, load average {os.getloadavg()[0]:.1f}"
+    )
+    return row("training experiment, whole page's runs", seconds, 30.0, "s")
+
+
 def main():
     print(
         f"sdpa_ref {sdpa_ref.__version__}, numpy {np.__version__}, Python "
@@ -239,6 +268,7 @@ def main():
         tiled_against_dense(),
         dense_backward_against_torch(),
         tiled_backward_against_dense(),
+        training_experiment(),
         widget_update(),
     ]
     sys.exit(0 if all(results) else 1)

@@ -5,7 +5,7 @@ and is meant to be read: each function is short, checks its input, and has a
 worked number in its docstring.
 """
 
-from . import example, flash, masks, mods, precision, testing, variants
+from . import example, flash, masks, mods, precision, testing, training, variants
 from .backward import Gradients, attention_backward, tiled_attention_backward
 from .core import attention, causal_mask, naive_softmax, softmax, tiled_attention
 from .cost import attention_macs, cost_table, kv_cache_bytes, score_bytes
@@ -75,6 +75,7 @@ __all__ = [
     "testing",
     "tiled_attention",
     "tiled_attention_backward",
+    "training",
     "variants",
     "weight_ratio",
 ]
