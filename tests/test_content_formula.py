@@ -251,7 +251,7 @@ def test_landing_map_follows_the_sidebar_and_speaks_to_the_reader():
         if line and not line.startswith(":")
     ]
     assert pages == sidebar
-    assert sidebar[:4] == ["formula", "similarity", "scaling", "steps"]
+    assert sidebar[:5] == ["formula", "similarity", "scaling", "training", "steps"]
 
 
 # -- the landing page's output sentence ------------------------------------------
