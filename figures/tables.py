@@ -369,44 +369,73 @@ def window_markdown(rows):
     )
 
 
-def kernel_tolerance_markdown(rows, tolerances):
+def option_names_markdown(rows):
+    """sdpa_ref's option names beside FlashAttention's and PyTorch's.
+
+    ``rows`` (:data:`sdpa_ref.testing.OPTION_NAMES`) hold Markdown cells, with
+    every name in code formatting.
+
+    Examples
+    --------
+    >>> print(option_names_markdown([("`scale`", "`softmax_scale`", "`scale`")]))
+    | sdpa_ref | FlashAttention | PyTorch |
+    | :-- | :-- | :-- |
+    | `scale` | `softmax_scale` | `scale` |
+    """
+    return markdown_table(
+        ["sdpa_ref", "FlashAttention", "PyTorch"],
+        [list(row) for row in rows],
+        align=[":--"] * 3,
+    )
+
+
+def kernel_verdicts_markdown(rows, tolerances):
     """Example kernels judged by FlashAttention's rule and by fixed tolerances.
 
-    ``rows`` come from :func:`sdpa_ref.testing.tolerance_table`.
+    ``rows`` come from :func:`sdpa_ref.testing.tolerance_table`; a ✗ marks a
+    verdict that is wrong about the kernel.
+
+    Examples
+    --------
+    >>> row = {"kernel": "correct", "broken": False, "precision": "float32",
+    ...        "logit_scale": 1.0, "kernel_error": 2.6e-7, "naive_error": 2.7e-7,
+    ...        "bound": 6.7e-7, "flash": True, "fixed": {0.001: True}}
+    >>> print(kernel_verdicts_markdown([row], (0.001,)).splitlines()[-1])
+    | correct | float32 | 1 | 2.6e−7 | 6.7e−7 | passes | passes |
     """
 
     def verdict(passed, broken):
         right = passed != broken
         return ("passes" if passed else "fails") + ("" if right else " ✗")
 
+    def short(x):
+        """``2.6e−7`` rather than ``2.6e-07``; ``∞`` for inf."""
+        if np.isinf(x):
+            return "∞"
+        mantissa, _, exponent = f"{x:.2g}".partition("e")
+        return mantissa + (f"e{int(exponent)}".replace("-", "−") if exponent else "")
+
     return markdown_table(
         [
             "kernel",
             "precision",
+            "logit scale",
             "error vs float64",
-            "naive error",
-            "FlashAttention's rule",
+            "bound",
+            "FlashAttention's rule, as sdpa_ref applies it",
             *(f"fixed {tol:g}" for tol in tolerances),
         ],
         [
             [
                 r["kernel"],
                 r["precision"],
-                f"{r['kernel_error']:.2g}",
-                f"{r['naive_error']:.2g}",
+                f"{r['logit_scale']:g}",
+                short(r["kernel_error"]),
+                short(r["bound"]),
                 verdict(r["flash"], r["broken"]),
                 *(verdict(r["fixed"][tol], r["broken"]) for tol in tolerances),
             ]
             for r in rows
         ],
-        align=[":--", ":--", "--:", "--:", ":--", *[":--"] * len(tolerances)],
-    )
-
-
-def option_names_markdown(rows):
-    """sdpa_ref's option names beside FlashAttention's and PyTorch's."""
-    return markdown_table(
-        ["sdpa_ref", "FlashAttention", "PyTorch"],
-        [[f"`{a}`" if "(" not in a else a, b, c] for a, b, c in rows],
-        align=[":--"] * 3,
+        align=[":--", ":--", "--:", "--:", "--:", ":--", *[":--"] * len(tolerances)],
     )

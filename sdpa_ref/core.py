@@ -194,21 +194,19 @@ class _Problem:
     def batch(self) -> tuple[int, ...]:
         return self.out_shape[:-2]
 
-    def logits(self, q_scaled, k_t, start, stop, *, keep_capped=False, rnd=None):
+    def logits(self, q_scaled, k_t, start, stop, *, keep_capped=False):
         """Final logits for key columns ``start:stop``, and the capped ones.
 
         The order is ``attention_ref``'s (flash_attn/utils/testing.py:291-327):
         scale, soft-cap, then the boolean masks, then the float mask. A mask
         before the soft-cap would be undone by it: ``cap · tanh(-inf)`` is
-        ``-cap``, not ``-inf``. ``rnd``, if given, rounds each step (the
-        naive low-precision computation of :mod:`sdpa_ref.testing`).
+        ``-cap``, not ``-inf``.
         """
-        rnd = rnd or (lambda x: x)
         with np.errstate(over="ignore", invalid="ignore"):  # _check_row_max
-            scores = rnd(np.matmul(q_scaled, k_t[..., start:stop]))
+            scores = np.matmul(q_scaled, k_t[..., start:stop])
         capped = None
         if self.softcap is not None:
-            scores = rnd(softcap_score(scores, self.softcap))
+            scores = softcap_score(scores, self.softcap)
             if keep_capped:
                 capped = scores.copy()
         if self.mask_mods:
@@ -220,7 +218,6 @@ class _Problem:
             np.copyto(scores, -np.inf, where=~allowed)
         if self.bias is not None:
             scores += column_block(self.bias, np.arange(start, stop)[None, :])
-            scores = rnd(scores)
         return scores, capped
 
     def drop(self, probs, start, stop):

@@ -1,21 +1,29 @@
 """Test an attention kernel against sdpa_ref, with FlashAttention's tolerance.
 
-A fixed tolerance cannot serve every precision: 1e-3 lets a float32 kernel
-get the causal mask wrong, and fails a correct bfloat16 one. FlashAttention
-instead compares the kernel's error against a float reference with the
-error that the *same computation done naively in the kernel's precision*
-makes (hopper/test_flash_attn.py:254-285 at commit 0251105a)::
+A fixed tolerance cannot serve every precision: 1e-2 passes a float32
+kernel that scales by ``1 / d`` on inputs with small logits, and 1e-3 fails
+a correct bfloat16 kernel. FlashAttention's tests instead compare the
+kernel's error with the error of the *same computation done naively in the
+kernel's precision* (hopper/test_flash_attn.py:228-285 at commit
+0251105a)::
 
-    |out - out_ref|.max() <= 2 · |out_pt - out_ref|.max() + fwd_atol
+    |out - out_ref|.max() <= rtol · |out_pt - out_ref|.max() + fwd_atol
 
-with ``out_ref`` in higher precision, ``out_pt`` the naive low-precision
-computation, and ``fwd_atol = 2 · |out_ref + 0.3 - 0.3 - out_ref|.max()``,
-the rounding noise of the reference's own arithmetic. Here the reference
-is sdpa_ref's float64, and the naive computation is emulated by rounding
-every intermediate to the kernel's precision.
+``out_ref`` is ``attention_ref`` computed in float32 and rounded to the
+kernel's dtype; ``out_pt`` is ``attention_ref(upcast=False,
+reorder_ops=True)``, the computation in the kernel's dtype with ``k``
+scaled instead of ``q``; ``rtol`` is 2, or 3 with soft-capping; and
+``fwd_atol = 2 · |out_ref + 0.3 - 0.3 - out_ref|.max()`` is the rounding
+noise of one addition in the kernel's dtype. Here the reference is
+sdpa_ref's float64, ``out_pt`` is emulated in NumPy
+(:func:`naive_attention`), and the tolerance is measured on the float64
+reference rounded to the kernel's dtype (:func:`flash_atol`).
 
-The module also holds small example kernels, one correct and five with the
-bugs that kernel developers actually write, for the tests and the page.
+The rule only catches bugs whose error exceeds about twice the naive
+error: test at several logit scales, and in float32.
+
+The module also holds small example kernels, one correct and five with
+common bugs, for the tests and the page.
 """
 
 from __future__ import annotations
@@ -33,10 +41,13 @@ __all__ = [
     "FIXED_TOLERANCES",
     "OPTION_NAMES",
     "PRECISIONS",
+    "SOFTCAP_GRAD_ATOL",
+    "TORCH_ASSERT_CLOSE_DEFAULTS",
     "assert_attention_close",
     "check_attention",
     "demo_inputs",
     "flash_atol",
+    "flash_factor",
     "forgot_rescale_kernel",
     "naive_attention",
     "naive_attention_backward",
@@ -70,15 +81,22 @@ def _accumulator(precision):
 
 
 def naive_attention(q, k, v, precision, **options):
-    """Attention with every intermediate rounded to ``precision``.
+    """FlashAttention's ``out_pt``, emulated: attention in the kernel's precision.
 
-    FlashAttention's ``out_pt``: ``attention_ref(..., upcast=False)``, the
-    textbook computation in the kernel's own precision. Each step (scaled
-    queries, scores, soft-cap, softmax's max-subtracted exponentials, their
-    sum, the weights, the output) is rounded to ``precision``; matmuls
-    accumulate in float32 (float64 for a float64 kernel), as GPUs do. The
-    options are sdpa_ref's, applied by the same code as
-    :func:`sdpa_ref.attention`.
+    FlashAttention's tests compute ``out_pt = attention_ref(..., upcast=False,
+    reorder_ops=True)`` (hopper/test_flash_attn.py:228-243 at commit
+    0251105a): the textbook computation in the kernel's own dtype, with
+    ``k`` scaled instead of ``q`` "to estimate the numerical error from
+    operation reordering" (flash_attn/utils/testing.py:264-266). This
+    function follows the same steps with NumPy, rounding each result to
+    ``precision``: ``k · scale``; the scores, accumulated in float32
+    (float64 for a float64 kernel) as GPU matmuls are; the soft-cap's
+    division, tanh and product; a float mask's sum; the softmax, computed in
+    float32 and rounded once, as ``torch.softmax`` does for 16-bit inputs;
+    ``v / (1 - dropout_p)``; and the output. The options are sdpa_ref's,
+    applied by the same mask mods as :func:`sdpa_ref.attention`. What it
+    cannot copy is the order in which a GPU's matmul adds its terms, so it
+    agrees with torch's ``attention_ref`` to about a unit in the last place.
 
     Returns
     -------
@@ -106,31 +124,61 @@ def _naive_forward(q, k, v, precision, options):
         return r(np.matmul(a.astype(acc), b.astype(acc)))
 
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        scores, _ = p.logits(
-            r(q_r * p.scale).astype(acc),
-            np.swapaxes(k_r, -1, -2).astype(acc),
-            0,
-            p.n_k,
-            rnd=r,
-        )
-        row_max = scores.max(axis=-1, keepdims=True)
-        if p.sink is not None:
-            row_max = np.maximum(row_max, r(p.sink))
-        row_max = np.where(np.isneginf(row_max), 0.0, row_max)
-        exps = r(np.exp(r(scores - row_max)))
-        norm = r(exps.astype(acc).sum(axis=-1, keepdims=True))
-        if p.sink is not None:
-            norm = r(norm + r(np.exp(r(r(p.sink) - row_max))))
-        weights = r(exps / np.where(norm == 0, 1.0, norm))
-        out = mm(r(p.drop(weights, 0, p.n_k)), v_r)
-    return out, (p, r, mm, q_r, k_r, v_r, weights)
+        k_s = r(k_r * p.scale)  # reorder_ops=True: scale k, not q
+        scores = mm(q_r, np.swapaxes(k_s, -1, -2))
+        tanh = None
+        if p.softcap is not None:  # testing.py:298, three rounded steps
+            tanh = r(np.tanh(r(scores / p.softcap)))
+            scores = r(tanh * p.softcap)
+        if p.mask_mods:
+            q_idx, kv_idx = np.arange(p.n_q)[:, None], np.arange(p.n_k)[None, :]
+            allowed = p.mask_mods[0](q_idx, kv_idx)
+            for mod in p.mask_mods[1:]:
+                allowed = allowed & mod(q_idx, kv_idx)
+            scores = np.where(allowed, scores, -np.inf)
+        if p.bias is not None:
+            scores = r(scores + p.bias)
+        probs = _softmax(scores.astype(acc), p.sink, acc)
+        weights = r(probs)
+        keep = _kept(p, weights.shape)
+        v_s = r(v_r * p.dropout_scale)
+        out = mm(np.where(keep, weights, 0.0), v_s)
+    # torch.softmax's backward uses its rounded output; attention_ref's sink
+    # path (testing.py:331-337) is float32 arithmetic whose autograd uses the
+    # unrounded probabilities.
+    saved = weights.astype(acc) if p.sink is None else probs
+    return out, (p, r, mm, q_r, k_s, v_s, weights, saved, keep, tanh)
+
+
+def _softmax(scores, sink, acc):
+    """Softmax of each row in ``acc`` precision, with a sink in the normaliser."""
+    row_max = scores.max(axis=-1, keepdims=True)
+    if sink is not None:
+        sink = sink.astype(acc)
+        row_max = np.maximum(row_max, sink)
+    row_max = np.where(np.isneginf(row_max), acc(0.0), row_max)
+    exps = np.exp(scores - row_max)
+    norm = exps.sum(axis=-1, keepdims=True)
+    if sink is not None:
+        norm = norm + np.exp(sink - row_max)
+    return exps / np.where(norm == 0, acc(1.0), norm)
+
+
+def _kept(p, shape):
+    """Where dropout keeps a weight (everywhere without dropout)."""
+    if p.dropout_mask is None:
+        return np.ones(shape, dtype=bool)
+    return np.broadcast_to(p.dropout_mask, shape)
 
 
 def naive_attention_backward(q, k, v, grad_out, precision, **options):
-    """:func:`sdpa_ref.attention_backward` with every step rounded to ``precision``.
+    """FlashAttention's ``dq_pt``, ``dk_pt``, ``dv_pt``, emulated.
 
-    FlashAttention's ``dq_pt``, ``dk_pt``, ``dv_pt``: autograd through the
-    low-precision ``attention_ref``. Returns ``(dq, dk, dv)``.
+    Autograd through :func:`naive_attention`'s steps, each result rounded to
+    ``precision`` as torch's autograd rounds it on 16-bit tensors
+    (hopper/test_flash_attn.py:330): the softmax's backward and the tanh's
+    are computed in float32 and rounded once, as torch does. Returns
+    ``(dq, dk, dv)``.
 
     Examples
     --------
@@ -139,23 +187,26 @@ def naive_attention_backward(q, k, v, grad_out, precision, **options):
     >>> float(np.abs(dv - attention_backward(q, k, v, np.ones((3, 3))).dv).max()) < 1e-6
     True
     """
-    out, (p, r, mm, q_r, k_r, v_r, weights) = _naive_forward(
+    out, (p, r, mm, q_r, k_s, v_s, weights, saved, keep, tanh) = _naive_forward(
         q, k, v, precision, options
     )
+    acc = _accumulator(_precision(precision))
     d_out = r(np.broadcast_to(real_array(grad_out, "grad_out"), out.shape))
     with np.errstate(over="ignore", invalid="ignore"):
-        dv = mm(np.swapaxes(r(p.drop(weights, 0, p.n_k)), -1, -2), d_out)
-        dweights = r(p.drop(mm(d_out, np.swapaxes(v_r, -1, -2)), 0, p.n_k))
-        delta = r(np.sum(r(d_out * out), axis=-1, keepdims=True))
-        dscores = r(weights * r(dweights - delta))
-        if p.softcap is not None:
-            raw = mm(r(q_r * p.scale), np.swapaxes(k_r, -1, -2))
-            capped = r(np.tanh(r(raw / p.softcap)) * p.softcap)
-            dscores = r(dscores * r(1.0 - r(np.square(capped / p.softcap))))
-        dq = r(mm(dscores, k_r) * p.scale)
+        d_vs = mm(np.swapaxes(np.where(keep, weights, 0.0), -1, -2), d_out)
+        dv = r(d_vs * p.dropout_scale)
+        dweights = np.where(keep, mm(d_out, np.swapaxes(v_s, -1, -2)), 0.0)
+        dw = dweights.astype(acc)
+        dscores = r(saved * (dw - np.sum(dw * saved, axis=-1, keepdims=True)))
+        if tanh is not None:
+            d_tanh = r(dscores * p.softcap)
+            t = tanh.astype(acc)
+            d_raw = r(d_tanh.astype(acc) * (acc(1.0) - t * t))  # tanh_backward
+            dscores = r(d_raw / p.softcap)
+        dq = mm(dscores, k_s)
         dk = r(mm(np.swapaxes(dscores, -1, -2), q_r) * p.scale)
     # Summing over a group of query heads (or broadcast axes) is one more
-    # low-precision reduction, rounded like the others.
+    # reduction, rounded once.
     return (
         r(_unbroadcast(dq, p.shapes["q"])),
         r(_ungroup(_unbroadcast(dk, p.k.shape), p.shapes["k"])),
@@ -207,20 +258,52 @@ def _kernel_precision(q, k, v, precision):
 
 
 def flash_atol(reference, precision):
-    """FlashAttention's ``fwd_atol``: twice the rounding noise of ``x + 0.3 - 0.3``.
+    """FlashAttention's ``fwd_atol``: twice the noise of ``x + 0.3 - 0.3 - x``.
 
-    hopper/test_flash_attn.py:255 computes it on ``out_ref``, which is
-    float32 for its 16-bit kernels; here the noise is measured in float32
-    for any kernel of 32 bits or fewer, and in float64 for a float64 one.
+    hopper/test_flash_attn.py:255 (commit 0251105a) computes
+    ``2 * (out_ref + 0.3 - 0.3 - out_ref).abs().max()`` on ``out_ref``, which
+    ``attention_ref`` computes in float32 and returns in the kernel's dtype
+    (flash_attn/utils/testing.py:273-275, 360), so the noise is that of the
+    kernel's dtype. Here ``x`` is sdpa_ref's float64 ``reference`` rounded to
+    ``precision``, and each step is computed in float32 (float64 for a
+    float64 kernel) and rounded to ``precision``, as a CUDA kernel of torch
+    does with a Python scalar. (On the CPU, torch first rounds ``0.3`` to
+    the tensor's dtype, which can change the result by a factor of two.) The
+    same rule gives the gradients' tolerances (lines 343-348).
 
     Examples
     --------
-    >>> flash_atol(np.array([1.0]), "float16")
-    1.1920928955078125e-07
+    >>> flash_atol(np.array([1.0]), "bfloat16"), flash_atol(np.array([1.0]), "float32")
+    (0.0078125, 1.1920928955078125e-07)
     """
-    dtype = np.float64 if precision == "float64" else np.float32
-    ref = np.nan_to_num(np.asarray(reference, dtype=dtype))
-    return float(2 * np.abs(ref + dtype(0.3) - dtype(0.3) - ref).max())
+    r = rounding(_precision(precision))
+    acc = _accumulator(precision)
+    x = r(np.nan_to_num(np.asarray(reference, dtype=np.float64)))
+    point3 = np.float64(acc(0.3))
+
+    def step(a):
+        return r(a.astype(acc).astype(np.float64))
+
+    noise = step(step(step(x + point3) - point3) - x)
+    return float(2 * np.abs(noise).max(initial=0.0))
+
+
+#: FlashAttention adds this to each gradient's tolerance with soft-capping
+#: (hopper/test_flash_attn.py:343-348).
+SOFTCAP_GRAD_ATOL = 3e-4
+
+
+def flash_factor(softcap=None):
+    """FlashAttention's ``rtol``: 2, or 3 with soft-capping.
+
+    hopper/test_flash_attn.py:256 at commit 0251105a.
+
+    Examples
+    --------
+    >>> flash_factor(), flash_factor(30.0)
+    (2.0, 3.0)
+    """
+    return 2.0 if softcap in (None, 0, 0.0) else 3.0
 
 
 def _errors(actual, reference):
@@ -236,6 +319,11 @@ def tolerance_report(  # noqa: PLR0917 (the columns of one report)
     name, actual, reference, naive, precision, factor, atol
 ):
     """The numbers behind one check: a dict, with ``passed`` and ``message``.
+
+    The check is ``kernel_error <= factor * naive_error + atol``, errors
+    being largest absolute differences from ``reference``; the dict also
+    holds the ``bound``, the ``ratio`` of the two errors and the ``worst``
+    element's index. ``atol=None`` means :func:`flash_atol`.
 
     Examples
     --------
@@ -272,6 +360,8 @@ def tolerance_report(  # noqa: PLR0917 (the columns of one report)
         "kernel_error": kernel_max,
         "naive_error": naive_err,
         "atol": atol,
+        "factor": factor,
+        "bound": bound,
         "ratio": float(ratio),
         "worst": tuple(int(i) for i in worst),
         "message": message,
@@ -292,7 +382,7 @@ def assert_attention_close(
     v,
     *,
     precision=None,
-    factor=2.0,
+    factor=None,
     atol=None,
     grad_out=None,
     grads=None,
@@ -301,9 +391,10 @@ def assert_attention_close(
     """Check a kernel's output (and gradients) the way FlashAttention tests its own.
 
     The kernel's largest error against sdpa_ref's float64 reference may be at
-    most ``factor`` times the largest error of the same computation done
-    naively in the kernel's precision (:func:`naive_attention`), plus
-    ``atol``.
+    most ``factor`` times the largest error of FlashAttention's naive
+    computation in the kernel's precision (:func:`naive_attention`), plus
+    ``atol``. The defaults are those of hopper/test_flash_attn.py at commit
+    0251105a (lines 255-256 and 343-348).
 
     Parameters
     ----------
@@ -314,10 +405,12 @@ def assert_attention_close(
         passes its inputs as float32 with ``precision="bfloat16"``.
     precision : {"float16", "bfloat16", "float32", "float64"}, optional
         The kernel's precision; by default the inputs' dtype.
-    factor : float
-        FlashAttention uses 2 (3 with soft-capping).
+    factor : float, optional
+        Default :func:`flash_factor`: 2, or 3 with ``softcap``.
     atol : float, optional
-        Default: FlashAttention's ``fwd_atol`` (:func:`flash_atol`).
+        One tolerance for every array checked. Default: FlashAttention's, per
+        array, :func:`flash_atol` of the reference rounded to ``precision``,
+        plus :data:`SOFTCAP_GRAD_ATOL` for gradients with ``softcap``.
     grad_out : array_like, optional
         The upstream gradient the kernel's backward was given.
     grads : (dq, dk, dv), optional
@@ -344,8 +437,8 @@ def assert_attention_close(
     >>> q, k, v = (rng.standard_normal((1, 2, 8, 4)).astype(np.float16)
     ...            for _ in range(3))
     >>> reports = assert_attention_close(online_softmax_kernel(q, k, v), q, k, v)
-    >>> reports[0]["passed"]
-    True
+    >>> reports[0]["passed"], reports[0]["factor"]
+    (True, 2.0)
     """
     reports = check_attention(
         actual,
@@ -372,7 +465,7 @@ def check_attention(
     v,
     *,
     precision=None,
-    factor=2.0,
+    factor=None,
     atol=None,
     grad_out=None,
     grads=None,
@@ -387,6 +480,8 @@ def check_attention(
     [False]
     """
     precision = _kernel_precision(q, k, v, precision)
+    if factor is None:
+        factor = flash_factor(options.get("softcap"))
     q64, k64, v64 = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
     options = {"empty_rows": "zero"} | options
     reference = attention(q64, k64, v64, **options)
@@ -404,18 +499,21 @@ def check_attention(
         naive_grads = naive_attention_backward(
             q64, k64, v64, d_out, precision, **options
         )
+        softcapped = flash_factor(options.get("softcap")) != 2.0
+        extra = SOFTCAP_GRAD_ATOL if softcapped else 0.0
         for name, got, ref, nv in zip(
             ("dq", "dk", "dv"), grads, ref_grads[:3], naive_grads, strict=True
         ):
+            grad_atol = flash_atol(ref, precision) + extra if atol is None else atol
             reports.append(
-                tolerance_report(name, got, ref, nv, precision, factor, atol)
+                tolerance_report(name, got, ref, nv, precision, factor, grad_atol)
             )
     return reports
 
 
 # ---------------------------------------------------------------------------
 # Example kernels: a FlashAttention-style forward in the inputs' precision,
-# correct, and with five bugs that real kernels have had.
+# correct, and with five common bugs.
 
 
 def _kernel(q, k, v, *, is_causal=False, block_size=16, bug=None):
@@ -521,15 +619,27 @@ BROKEN_KERNELS = {
 #: Two fixed tolerances that a kernel test might pick instead.
 FIXED_TOLERANCES = (1e-2, 1e-3)
 
-# (kernel, is it broken, precision, logit scale, causal): small logits hide
-# a wrong scale or a missing rescale, since both matter less as the weights
-# approach uniform; float16's exp overflows past 11.09 and needs large ones.
+#: ``torch.testing.assert_close``'s default ``(rtol, atol)`` per dtype:
+#: ``_DTYPE_PRECISIONS`` in torch/testing/_comparison.py (torch 2.13.0).
+TORCH_ASSERT_CLOSE_DEFAULTS = {
+    "float16": (1e-3, 1e-5),
+    "bfloat16": (1.6e-2, 1e-5),
+    "float32": (1.3e-6, 1e-5),
+}
+
+# (kernel, is it broken, precision, logit scale, causal). The queries are
+# multiplied by the logit scale. Small logits hide a wrong scale or a missing
+# rescale from a fixed tolerance of 1e-2, since both matter less as the
+# weights approach uniform; in bfloat16 they hide them from FlashAttention's
+# rule too. float16's exp overflows past 11.09, so that bug needs large ones.
 _DEMO_CASES = (
     (online_softmax_kernel, False, "float16", 1.0, False),
     (online_softmax_kernel, False, "bfloat16", 1.0, False),
     (online_softmax_kernel, False, "float32", 1.0, False),
     (wrong_scale_kernel, True, "float32", 0.01, False),
+    (wrong_scale_kernel, True, "bfloat16", 0.01, False),
     (forgot_rescale_kernel, True, "float32", 0.01, False),
+    (forgot_rescale_kernel, True, "bfloat16", 0.01, False),
     (wrong_gqa_kernel, True, "float32", 1.0, False),
     (off_by_one_causal_kernel, True, "float32", 1.0, True),
     (no_max_softmax_kernel, True, "float16", 4.0, False),
@@ -568,16 +678,22 @@ def tolerance_table(seed=SEED):
     -------
     list of dict
         Per kernel: ``kernel`` (its bug, or "correct"), ``broken``,
-        ``precision``, ``kernel_error`` and ``naive_error`` (largest absolute
-        errors against float64), ``bound`` (2 x naive + atol), ``flash``
+        ``precision``, ``logit_scale`` (the queries' multiplier),
+        ``kernel_error`` and ``naive_error`` (largest absolute errors against
+        float64), ``atol`` and ``bound`` (``2 x naive + atol``), ``flash``
         (passes FlashAttention's rule) and ``fixed`` (passes each of
         :data:`FIXED_TOLERANCES`).
 
     Examples
     --------
+    The rule is wrong only about the two bfloat16 bugs with small logits:
+
     >>> rows = tolerance_table()
-    >>> all(r["flash"] != r["broken"] for r in rows)
-    True
+    >>> for r in rows:
+    ...     if r["flash"] == r["broken"]:
+    ...         print(r["kernel"], r["precision"], r["logit_scale"])
+    wrong scale bfloat16 0.01
+    online softmax that forgets to rescale bfloat16 0.01
     >>> [any(r["fixed"][t] == r["broken"] for r in rows) for t in FIXED_TOLERANCES]
     [True, True]
     """
@@ -594,9 +710,11 @@ def tolerance_table(seed=SEED):
                 "kernel": names.get(kernel, "correct"),
                 "broken": broken,
                 "precision": precision,
+                "logit_scale": logit_scale,
                 "kernel_error": report["kernel_error"],
                 "naive_error": report["naive_error"],
-                "bound": 2.0 * report["naive_error"] + report["atol"],
+                "atol": report["atol"],
+                "bound": report["bound"],
                 "flash": report["passed"],
                 "fixed": {
                     tol: bool(report["kernel_error"] <= tol) for tol in FIXED_TOLERANCES
@@ -606,41 +724,92 @@ def tolerance_table(seed=SEED):
     return rows
 
 
-#: Each option: sdpa_ref's name, FlashAttention's (flash_attn_func and
-#: attention_ref) and PyTorch's (scaled_dot_product_attention, FlexAttention).
+#: Each option, as Markdown: sdpa_ref's name, FlashAttention's and PyTorch's.
+#: FlashAttention: ``flash_attn_func`` of FlashAttention-2
+#: (flash_attn/flash_attn_interface.py), FlashAttention-3
+#: (hopper/flash_attn_interface.py) and the CuTe interface
+#: (flash_attn/cute/interface.py), and ``attention_ref``
+#: (flash_attn/utils/testing.py), all at commit 0251105a. PyTorch:
+#: ``scaled_dot_product_attention`` (SDPA) and FlexAttention, torch 2.13.
 OPTION_NAMES = (
-    ("scale", "softmax_scale", "scale"),
-    ("is_causal", "causal", "is_causal"),
     (
-        "align",
-        "always bottom-right",
-        "top-left; torch.nn.attention.bias.causal_lower_right",
+        "`(..., H, n, d)`: heads on axis −3",
+        "`(batch, seqlen, nheads, headdim)`: heads on axis −2",
+        "SDPA: `(N, ..., Hq, L, E)`: heads on axis −3",
     ),
     (
-        "window=(left, right), None = unbounded",
-        "window_size, -1 = unbounded",
-        "a FlexAttention mask_mod",
+        "`scale`",
+        "`softmax_scale`; `attention_ref` has none (1/√d)",
+        "`scale`",
     ),
-    ("sink_tokens", "sink_token_length (attention_ref)", "a FlexAttention mask_mod"),
-    ("chunk", "attention_chunk, 0 = off", "a FlexAttention mask_mod"),
-    ("softcap", "softcap, 0.0 = off", "a FlexAttention score_mod"),
-    ("sink_logits", "learnable_sink (attention_ref)", "none"),
     (
-        "q_lengths, k_lengths",
-        "cu_seqlens_q/k, seqused_q/k (varlen)",
+        '`is_causal=True, align="bottom_right"`',
+        "`causal=True`, bottom-right",
+        "`is_causal=True` is top-left; `causal_lower_right` is bottom-right",
+    ),
+    (
+        "`window=(left, right)`; `None` = unbounded",
+        "`window_size=(left, right)`; `-1` = unbounded in FlashAttention-2 and -3, "
+        "`None` in the CuTe interface and `attention_ref`",
+        "a FlexAttention `mask_mod`",
+    ),
+    (
+        "`sink_tokens`",
+        "`sink_token_length` (`attention_ref` only)",
+        "a FlexAttention `mask_mod`",
+    ),
+    (
+        "`chunk`; `None` = off",
+        "`attention_chunk`; `0` = off (FlashAttention-3, `attention_ref`)",
+        "a FlexAttention `mask_mod`",
+    ),
+    (
+        "`softcap`; `None` = off",
+        "`softcap`; `0.0` = off",
+        "a FlexAttention `score_mod`",
+    ),
+    (
+        "`sink_logits`",
+        "`learnable_sink` (CuTe interface, `attention_ref`)",
+        "none built in",
+    ),
+    (
+        "`q_lengths`, `k_lengths`",
+        "`cu_seqlens_q/k` (the varlen functions), `seqused_q/k` "
+        "(FlashAttention-3, CuTe interface); `query_padding_mask`, "
+        "`key_padding_mask` (`attention_ref`)",
         "nested tensors, or a mask",
     ),
     (
-        "mask (bool: True = attend)",
-        "key_padding_mask, attn_bias (attention_ref)",
-        "attn_mask (bool: True = attend)",
+        "`mask` (bool: `True` = attend)",
+        "`key_padding_mask` (`attention_ref`)",
+        "`attn_mask` (bool: `True` = attend)",
     ),
-    ("mask (float)", "attn_bias (attention_ref)", "attn_mask (float, added)"),
     (
-        "dropout_mask, dropout_p",
-        "dropout_p (mask drawn inside)",
-        "dropout_p (mask drawn inside)",
+        "`mask` (float: added)",
+        "`attn_bias` (`attention_ref`); `alibi_slopes` (FlashAttention-2)",
+        "`attn_mask` (float: added)",
     ),
-    ("GQA on axis -3", "fewer heads in k, v", "enable_gqa=True"),
-    ("return_lse", "return_attn_probs / softmax_lse", "none in SDPA"),
+    (
+        "`dropout_mask`, `dropout_p`",
+        "`dropout_p`, mask drawn inside (FlashAttention-2); "
+        "`dropout_p`, `dropout_mask` (`attention_ref`)",
+        "`dropout_p`, mask drawn inside",
+    ),
+    (
+        "fewer heads in `k`, `v`",
+        "fewer heads in `k`, `v`",
+        "`enable_gqa=True`",
+    ),
+    (
+        "`return_lse=True`",
+        "`return_attn_probs=True` (FlashAttention-2 and -3); "
+        "`return_lse=True` (CuTe interface)",
+        "FlexAttention `return_aux=AuxRequest(lse=True)`; none in SDPA",
+    ),
+    (
+        "log-sum-exp of a row with no allowed key: −∞",
+        "+∞ in FlashAttention-2 (−∞ when it splits the keys), −∞ in FlashAttention-3",
+        "SDPA returns none",
+    ),
 )
