@@ -79,15 +79,16 @@
     p.items.forEach(function (it, j) {
       var top = BASE - side.weights[j] * FULL;
       setAll(it.bar, { y: top, height: BASE - top, fill: data.colors[j] });
-      setAll(it.value, { y: top - 4, text: side.weight_labels[j] });
-      setAll(it.key, { text: data.keys[j] });
-      setAll(it.score, { text: "score " + side.score_labels[j] });
+      it.value.setAttribute("y", top - 4);
+      text(it.value, side.weight_labels[j]);
+      text(it.key, data.keys[j]);
+      text(it.score, "score " + side.score_labels[j]);
       weights.push(data.keys[j] + " " + side.weight_labels[j]);
     });
     p.bars.setAttribute("aria-label", "Weights: " + weights.join(", "));
-    p.scores.textContent = " · scores [" + side.score_labels.join(", ") + "]";
-    p.stats.textContent = "Entropy " + side.entropy + " of at most " + data.max_entropy +
-      " nats · top weight " + side.top;
+    text(p.scores, " · scores [" + side.score_labels.join(", ") + "]");
+    text(p.stats, "Entropy " + side.entropy + " of at most " + data.max_entropy +
+      " nats · top weight " + side.top);
   }
 
   // The values in the plane, with axes like the static figure's. The outputs
@@ -141,41 +142,50 @@
     };
   }
 
-  function vectorRow(name, pattern, repeats, width) {
-    return h("tr", {}, [h("th", { scope: "row", text: name }),
-      h("td", { class: "sdpa-w-pattern", text: pattern }),
-      h("td", { text: repeats > 1 ? "× " + repeats : "once" }),
-      h("td", { text: String(width) })]);
+  // Text is set only when it changes: an unchanged cell costs no layout.
+  function text(node, value) { if (node.textContent !== value) node.textContent = value; }
+
+  function vectorRow(name, pattern) {
+    var row = { name: h("th", { scope: "row", text: name }), pattern: h("td", { class: "sdpa-w-pattern", text: pattern }),
+                repeats: h("td"), width: h("td") };
+    row.node = h("tr", {}, [row.name, row.pattern, row.repeats, row.width]);
+    return row;
   }
 
   // The fixed vectors: each query and key is its width-4 pattern repeated, so
   // the table shows the pattern and the count, the same few rows at any width.
   function vectorTable(data) {
-    var t = {}, pat = data.patterns;
-    t.caption = h("caption");
-    t.query = h("tr");
-    var rows = [t.query];
-    t.keys = pat.keys.map(function () { return h("tr"); });
-    rows = rows.concat(t.keys, pat.values.map(function (v, j) {
-      return vectorRow("v of " + data.keys[j], v, 1, v.split(" ").length);
-    }));
-    t.node = h("table", { class: "sdpa-w-vectors" }, [t.caption,
+    var pat = data.patterns, caption = h("caption"), shownWidth = null;
+    var query = vectorRow("", "");
+    var keys = pat.keys.map(function (k, j) { return vectorRow(data.keys[j], k); });
+    var values = pat.values.map(function (v, j) {
+      var row = vectorRow("v of " + data.keys[j], v);
+      text(row.repeats, "once");
+      text(row.width, String(v.split(" ").length));
+      return row;
+    });
+    var rows = [query].concat(keys, values);
+    var node = h("table", { class: "sdpa-w-vectors" }, [caption,
       h("thead", {}, [h("tr", {}, ["vector", "width-" + data.base_width + " pattern", "repeated", "width"]
         .map(function (c) { return h("th", { scope: "col", text: c }); }))]),
-      h("tbody", {}, rows)]);
-    t.draw = function (query, width) {
-      var n = data.repeats[String(width)];
-      t.caption.replaceChildren("The fixed vectors at ", dk(), " = " + width + ": each query and key " +
-        "repeats its width-" + data.base_width + " pattern " + (n > 1 ? n + " times" : "once") +
-        ". Values stay 2-wide at every width.");
-      t.query.replaceWith(t.query = vectorRow(data.queries[query], pat.queries[query], n, width));
-      t.keys = t.keys.map(function (row, j) {
-        var next = vectorRow(data.keys[j], pat.keys[j], n, width);
-        row.replaceWith(next);
-        return next;
-      });
+      h("tbody", {}, rows.map(function (r) { return r.node; }))]);
+    return {
+      node: node,
+      draw: function (q, width) {
+        var n = data.repeats[String(width)], times = n > 1 ? "× " + n : "once";
+        text(query.name, data.queries[q]);
+        text(query.pattern, pat.queries[q]);
+        [query].concat(keys).forEach(function (row) {
+          text(row.repeats, times);
+          text(row.width, String(width));
+        });
+        if (shownWidth === width) return;
+        shownWidth = width;
+        caption.replaceChildren("The fixed vectors at ", dk(), " = " + width + ": each query and key " +
+          "repeats its width-" + data.base_width + " pattern " + (n > 1 ? n + " times" : "once") +
+          ". Values stay 2-wide at every width.");
+      },
     };
-    return t;
   }
 
   var count = 0;
@@ -195,7 +205,9 @@
     ]);
     var outputs = h("p", { class: "sdpa-w-outputs" });
     var live = h("p", { class: "sdpa-w-live", "aria-live": "polite" });
-    var printed = h("p", { class: "sdpa-w-state" }); // paper has no radios to read the state from
+    // Paper has no radios to read the state from; prose may name it too.
+    var printed = h("p", { class: "sdpa-w-state" }, [h("span"), dk(), h("span")]);
+    var shownState = Array.from(document.querySelectorAll(".sdpa-shown-state"));
     var table = vectorTable(data);
     var tableBox = h("div", { class: "sdpa-w-table", tabindex: "0", role: "region",
                               "aria-label": "The fixed vectors" }, [table.node]);
@@ -216,24 +228,31 @@
       queries.querySelectorAll("input")[next.query].checked = true;
       widths.querySelectorAll("input")[data.widths.indexOf(next.width)].checked = true;
       drawPanel(raw, state.raw, data);
-      scaled.formula.textContent = "softmax(q·k / " + state.scale_label + ")";
+      text(scaled.formula, "softmax(q·k / " + state.scale_label + ")");
       drawPanel(scaled, state.scaled, data);
       plane.draw(state);
-      outputs.textContent = "Outputs: unscaled " + state.raw.output_label + ", scaled " +
-        state.scaled.output_label + ". Each is a weighted average of the values, inside their hull.";
+      text(outputs, "Outputs: unscaled " + state.raw.output_label + ", scaled " +
+        state.scaled.output_label + ". Each is a weighted average of the values, inside their hull.");
       table.draw(next.query, next.width);
-      printed.replaceChildren("Shown: query " + name + " at head width ", dk(), " = " + next.width + ".");
+      text(printed.firstChild, "Shown: query " + name + " at head width ");
+      text(printed.lastChild, " = " + next.width + ".");
       // Prose that names the state on paper follows the figure.
-      document.querySelectorAll(".sdpa-shown-state").forEach(function (el) {
-        el.textContent = "query " + name + " at width " + next.width;
-      });
+      shownState.forEach(function (el) { text(el, "query " + name + " at width " + next.width); });
       if (announce) live.textContent = state.summary;
     }
     // Only a reader's change writes the URL; loading a page never does, so a
-    // link to a section keeps its fragment and a plain visit stays plain.
+    // link to a section keeps its fragment and a plain visit stays plain. The
+    // write (a same-document navigation, ~2 ms) waits until the figure is
+    // drawn, and a run of quick changes writes once.
+    var pending = null;
     function choose(next) {
       show(next, true);
-      history.replaceState(null, "", "#q=" + next.query + "&dk=" + next.width);
+      if (pending === null) {
+        pending = setTimeout(function () {
+          pending = null;
+          history.replaceState(null, "", "#q=" + current.query + "&dk=" + current.width);
+        }, 0);
+      }
     }
     queries.addEventListener("change", function (e) {
       choose({ query: Number(e.target.value), width: current.width });

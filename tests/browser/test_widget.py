@@ -16,6 +16,11 @@ except ImportError:  # the browser fixture skips, or fails under REQUIRE_BROWSER
 ROOT = '[data-figure="scaled-vs-unscaled"]'
 
 
+def url_ending(text):
+    """What expect(page).to_have_url waits for: a URL ending in ``text``."""
+    return re.compile(re.escape(text) + "$")
+
+
 def expected(query, width):
     """What the figure must show, straight from sdpa_ref."""
     c = example.compare(query, width)
@@ -80,7 +85,7 @@ def test_every_query_and_width_matches_sdpa_ref(open_page):
             page.get_by_role("radio", name=name, exact=True).click()
             assert_shows(page, query, width)
             if (query, width) != (0, 4):  # the first state is no change
-                assert page.url.endswith(f"#q={query}&dk={width}")
+                expect(page).to_have_url(url_ending(f"#q={query}&dk={width}"))
 
 
 def test_controls_have_the_promised_accessible_names(open_page):
@@ -97,7 +102,7 @@ def test_state_lives_in_the_url_and_survives_a_reload(open_page):
     page = open_page("index.html#q=2&dk=64")
     assert_shows(page, 2, 64)
     page.get_by_role("radio", name="Q1", exact=True).click()
-    assert page.url.endswith("#q=1&dk=64")
+    expect(page).to_have_url(url_ending("#q=1&dk=64"))
     page.reload()
     assert_shows(page, 1, 64)
 
@@ -120,7 +125,7 @@ def test_keyboard_moves_through_the_choices(open_page):
     assert_shows(page, 1, 16)
     page.keyboard.press("ArrowLeft")
     assert_shows(page, 1, 4)
-    assert page.url.endswith("#q=1&dk=4")
+    expect(page).to_have_url(url_ending("#q=1&dk=4"))
 
 
 def test_live_region_says_what_changed(open_page):
