@@ -15,7 +15,9 @@
   script mentions (Furo's, MyST-NB's, sphinx-design's, KaTeX's and Pygments'
   sheets each style far more than this site shows); sphinx-design's sheet and
   tab script are linked only from pages that use its components, and the
-  interactive figure's only from the page that has it.
+  interactive figure's only from the page that has it. Custom properties
+  that nothing reads any more (Furo's icons for admonitions the site never
+  uses, say) go too.
 """
 
 from __future__ import annotations
@@ -33,7 +35,14 @@ _IMG = re.compile(r"<img\b[^>]*>")
 _SRC = re.compile(r'\ssrc="([^"]+)"')
 _SVG_SIZE = re.compile(rb"<svg\b[^>]*>", re.S)
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|`(?:[^`\\]|\\.)*`')
-_UNITS = {"pt": 4 / 3, "px": 1.0, "": 1.0, "in": 96.0, "cm": 96 / 2.54, "mm": 9.6 / 2.54}
+_UNITS = {
+    "pt": 4 / 3,
+    "px": 1.0,
+    "": 1.0,
+    "in": 96.0,
+    "cm": 96 / 2.54,
+    "mm": 9.6 / 2.54,
+}
 
 
 # -- image sizes ---------------------------------------------------------------
@@ -57,7 +66,7 @@ def image_size(path: Path) -> tuple[int, int] | None:
     tag = _SVG_SIZE.search(head)
     if not tag:
         return None
-    attr = {k: v for k, v in re.findall(rb'\s([\w-]+)="([^"]*)"', tag.group(0))}
+    attr = dict(re.findall(rb'\s([\w-]+)="([^"]*)"', tag.group(0)))
     width, height = _length(attr.get(b"width")), _length(attr.get(b"height"))
     if (width is None or height is None) and attr.get(b"viewBox"):
         _, _, width, height = (float(x) for x in attr[b"viewBox"].split())
@@ -211,6 +220,65 @@ def trim_css(css: str, used: set[str]) -> str:
     return "\n".join(out)
 
 
+def _declarations(body: str) -> list[str]:
+    """A rule's declarations, split at the semicolons outside strings and ()."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, c in enumerate(body):
+        if quote:
+            quote = "" if c == quote and body[i - 1] != "\\" else quote
+        elif c in "\"'":
+            quote = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == ";" and depth == 0:
+            parts.append(body[start:i])
+            start = i + 1
+    parts.append(body[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+_CUSTOM = re.compile(r"(--[\w-]+)\s*:")
+_VAR = re.compile(r"var\(\s*(--[\w-]+)")
+_RULE = re.compile(r"\{([^{}]*)\}")
+
+
+def drop_unused_properties(sheets: dict[str, str], extra: str = "") -> dict[str, str]:
+    """The sheets without custom properties (``--x: ...``) that nothing reads.
+
+    A property is read if a kept declaration of any sheet, an inline style or
+    a script (``extra``) names it in ``var()``; reading is followed through
+    properties that are themselves kept.
+    """
+    decls = [
+        d
+        for text in sheets.values()
+        for b in _RULE.findall(text)
+        for d in _declarations(b)
+    ]
+    read = set(_VAR.findall(extra))
+    plain = [d for d in decls if not _CUSTOM.match(d)]
+    for d in plain:
+        read.update(_VAR.findall(d))
+    custom = [(m.group(1), d) for d in decls if (m := _CUSTOM.match(d))]
+    while True:
+        more = {v for name, d in custom if name in read for v in _VAR.findall(d)} - read
+        if not more:
+            break
+        read |= more
+
+    def rule(match: re.Match) -> str:
+        kept = [
+            d
+            for d in _declarations(match.group(1))
+            if not (m := _CUSTOM.match(d)) or m.group(1) in read
+        ]
+        return "{" + ";".join(kept) + "}"
+
+    return {name: _RULE.sub(rule, text) for name, text in sheets.items()}
+
+
 def used_names(outdir: Path) -> set[str]:
     """Every class in the site's HTML, and every word in its scripts' strings."""
     used: set[str] = set()
@@ -239,11 +307,22 @@ def _finish(app, exception):
         if sized != text:
             page.write_text(sized, encoding="utf-8")
     used = used_names(outdir)
-    for sheet in sorted((outdir / "_static").rglob("*.css")):
-        text = sheet.read_text(encoding="utf-8")
-        trimmed = trim_css(text, used) + "\n"
-        if len(trimmed) < len(text):
-            sheet.write_text(trimmed, encoding="utf-8")
+    sheets = {
+        sheet: sheet.read_text(encoding="utf-8")
+        for sheet in sorted((outdir / "_static").rglob("*.css"))
+    }
+    trimmed = {sheet: trim_css(text, used) + "\n" for sheet, text in sheets.items()}
+    scripts = "".join(
+        p.read_text(encoding="utf-8") for p in sorted(outdir.rglob("*.js"))
+    )
+    styles = "".join(
+        " ".join(re.findall(r'\sstyle="([^"]*)"', p.read_text(encoding="utf-8")))
+        for p in sorted(outdir.rglob("*.html"))
+    )
+    trimmed = drop_unused_properties(trimmed, scripts + styles)
+    for sheet, text in trimmed.items():
+        if len(text) < len(sheets[sheet]):
+            sheet.write_text(text, encoding="utf-8")
 
 
 def _clear_trimmed(app):

@@ -44,10 +44,12 @@ def math_words(latex: str) -> str:
 
 def _readable_copy(doctree):
     copy = doctree.deepcopy()
-    for node in list(copy.findall(lambda n: isinstance(n, nodes.math | nodes.math_block))):
-        latex = node.astext()
-        node.children = []
-        node += nodes.Text(math_words(latex))
+    for formula in list(
+        copy.findall(lambda n: isinstance(n, nodes.math | nodes.math_block))
+    ):
+        latex = formula.astext()
+        formula.children = []
+        formula.append(nodes.Text(math_words(latex)))
     return copy
 
 

@@ -214,7 +214,9 @@ def test_printing_the_landing_page_shows_a_figure(open_page):
     # its controls; without, the static stand-in.
     page = open_page()
     page.emulate_media(media="print")
-    assert page.locator('[data-figure="scaled-vs-unscaled"] .sdpa-w-panels').is_visible()
+    assert page.locator(
+        '[data-figure="scaled-vs-unscaled"] .sdpa-w-panels'
+    ).is_visible()
     assert not page.locator(".sdpa-w-controls").is_visible()
     static = open_page(js=False)
     static.emulate_media(media="print")
