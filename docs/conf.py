@@ -23,6 +23,8 @@ extensions = [
     "sphinx_design",
     "katex_prerender",
     "a11y",
+    "page_weight",
+    "search_text",
 ]
 html_math_renderer = "katex_prerender"
 exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints"]
@@ -35,7 +37,13 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "none"
 napoleon_google_docstring = False
 napoleon_use_rtype = False
-myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_enable_extensions = [
+    "dollarmath",
+    "amsmath",
+    "colon_fence",
+    "deflist",
+    "attrs_inline",  # [text]{.class}: prose shown only with, or without, controls
+]
 myst_heading_anchors = 3
 # Every attribution cites references.bib where the claim is made; the works
 # are listed once, on the References page. Extra files under bib/ are merged in.
@@ -68,7 +76,10 @@ html_title = "Scaled dot-product attention"
 # The interactive figure's script and style live with its Python, in figures/.
 html_static_path = ["_static", "../figures/static"]
 html_css_files = ["site.css", "sdpa-widget.css"]
-html_js_files = [("sdpa-widget.js", {"defer": "defer"})]
+html_js_files = [
+    ("sdpa-widget.js", {"defer": "defer"}),
+    ("theme-name.js", {"defer": "defer"}),
+]
 html_favicon = "_static/favicon.svg"
 html_last_updated_fmt = None
 html_show_sourcelink = False

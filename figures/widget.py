@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 
+import numpy as np
 from IPython.display import HTML
 
 from sdpa_ref import example
@@ -49,10 +50,22 @@ def _summary(c, query_name):
     )
 
 
-def _groups(values, size=4):
-    """A vector as strings in groups of ``size``, for a readable wrapped table."""
-    labels = [number(v, "{:g}") for v in values]
-    return [" ".join(labels[i : i + size]) for i in range(0, len(labels), size)]
+def _text(values):
+    """A short vector as space-separated numbers, in the site's number style."""
+    return " ".join(number(v, "{:g}") for v in values)
+
+
+def _repeats(rows, base):
+    """How often each row repeats the width-``base`` pattern ``rows[:, :base]``.
+
+    The table shows the pattern and this count instead of every coordinate
+    (64 copies of four numbers at d_k = 256); the check keeps that honest.
+    """
+    width = rows.shape[1]
+    pattern = rows[:, :base]
+    if width % base or not np.array_equal(rows, np.tile(pattern, width // base)):
+        raise ValueError(f"the width-{width} vectors do not repeat a width-{base} one")
+    return width // base
 
 
 def widget_data():
@@ -66,14 +79,12 @@ def widget_data():
     >>> data["states"]["0/4"]["scaled"]["entropy"]
     '0.888'
     """
-    _, _, values = example.vectors(example.BASE_WIDTH)
-    states, vectors = {}, {}
+    base = example.BASE_WIDTH
+    base_q, base_k, values = example.vectors(base)
+    states, repeats = {}, {}
     for width in example.WIDTHS:
         q, k, _ = example.vectors(width)
-        vectors[str(width)] = {
-            "queries": [_groups(row) for row in q],
-            "keys": [_groups(row) for row in k],
-        }
+        repeats[str(width)] = _repeats(np.vstack([q, k]), base)
         for i, name in enumerate(example.QUERY_NAMES):
             c = example.compare(i, width)
             states[f"{i}/{width}"] = {
@@ -104,7 +115,13 @@ def widget_data():
         "default": {"query": 0, "width": example.BASE_WIDTH},
         "values": [[float(x) for x in v] for v in values],
         "value_labels": [vector(v, "{:g}") for v in values],
-        "value_groups": [_groups(v) for v in values],
+        "patterns": {
+            "queries": [_text(row) for row in base_q],
+            "keys": [_text(row) for row in base_k],
+            "values": [_text(row) for row in values],
+        },
+        "base_width": base,
+        "repeats": repeats,
         "hull": [[float(x) for x in p] for p in hull],
         "bounds": [
             float(values[:, 0].min() - 1),
@@ -112,7 +129,6 @@ def widget_data():
             float(values[:, 1].min() - 1),
             float(values[:, 1].max() + 1),
         ],
-        "vectors": vectors,
         "states": states,
     }
 
@@ -126,13 +142,26 @@ def widget_json(data=None):
 
 
 def root_html(data=None):
-    """The figure's root element: its data, and a note for readers without scripts."""
+    """The figure's root element: its data, and a note for readers without scripts.
+
+    The note sits in ``<noscript>``: without JavaScript (and so on paper
+    printed without it) it names the state that the static figure below shows;
+    with JavaScript it is never rendered and the figure names its own state.
+    """
+    data = data or widget_data()
     label = html.escape("Interactive comparison of unscaled and scaled attention")
+    start = data["default"]
+    note = html.escape(
+        f"Shown: query {data['queries'][start['query']]} at head width "
+        f"dₖ = {start['width']}. With JavaScript, an interactive figure here "
+        "offers every query and head width."
+    )
     return (
         f'<div class="sdpa-widget" data-figure="{FIGURE_ID}" role="group" '
         f'aria-label="{label}">'
         '<script type="application/json" class="sdpa-widget-data">'
         f"{widget_json(data)}</script></div>"
+        f'<noscript><p class="sdpa-w-static-note">{note}</p></noscript>'
     )
 
 

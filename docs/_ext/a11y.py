@@ -5,6 +5,11 @@ Sphinx writes a toctree's caption as ``<p role="heading">`` without the
 critical). The sidebar's captions are section headings of the navigation,
 so they get level 2.
 
+Docutils writes each citation of a citation list with the role
+``doc-biblioentry``, which DPUB-ARIA 1.1 deprecated and which is not a list
+item, so the list has no items (axe: aria-required-children, critical). The
+entries get ``role="listitem"``.
+
 Furo wraps each table in a ``div.table-wrapper`` that scrolls sideways on a
 narrow screen; a scrolling region must be reachable by keyboard (axe:
 scrollable-region-focusable, serious), so the wrappers get ``tabindex="0"``.
@@ -32,6 +37,12 @@ class AccessibleTranslator(HTML5Translator):
             self.context.append("</span></p>\n")
         else:
             super().visit_title(node)
+
+    def visit_citation(self, node):
+        super().visit_citation(node)
+        self.body[-1] = self.body[-1].replace(
+            'role="doc-biblioentry"', 'role="listitem"'
+        )
 
 
 def setup(app):

@@ -8,7 +8,7 @@
   function h(tag, attrs, children) {
     var node = document.createElement(tag);
     setAll(node, attrs);
-    (children || []).forEach(function (c) {
+    [].concat(children || []).forEach(function (c) {
       node.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
     });
     return node;
@@ -24,7 +24,11 @@
       else node.setAttribute(k, attrs[k]);
     });
   }
+  // d_k as the site's formulas write it: italic d, subscript k.
+  function dk() { return h("span", { class: "sdpa-w-dk" }, [h("i", { text: "d" }), h("sub", { text: "k" })]); }
 
+  // A state in the fragment (#q=2&dk=64), or null: any other fragment is a
+  // link to a section and belongs to the browser.
   function readHash(data) {
     var p = new URLSearchParams(location.hash.slice(1));
     var q = Number(p.get("q")), w = Number(p.get("dk"));
@@ -34,84 +38,103 @@
   }
 
   function radios(name, legend, labels, values, uid) {
-    var set = h("fieldset", { class: "sdpa-w-choice" }, [h("legend", { text: legend })]);
+    var set = h("fieldset", { class: "sdpa-w-choice" }, [h("legend", {}, legend)]);
     labels.forEach(function (label, i) {
       var id = uid + "-" + name + "-" + values[i];
       var input = h("input", { type: "radio", name: uid + "-" + name, id: id, value: values[i] });
-      var lab = h("label", { for: id });
-      lab.innerHTML = label; // labels are built below from fixed strings
-      set.appendChild(h("span", { class: "sdpa-w-option" }, [input, lab]));
+      set.appendChild(h("span", { class: "sdpa-w-option" }, [input, h("label", { for: id }, label)]));
     });
     return set;
   }
 
-  // One panel: a bar per key, each labelled with its weight.
+  // One panel: a bar per key, each labelled with its weight, key and score.
+  var BASE = 92, FULL = 72; // bar baseline, and the height of weight 1
   function panel(title, formula) {
-    var bars = s("svg", { viewBox: "0 0 260 150", class: "sdpa-w-bars", role: "img" });
+    var bars = s("svg", { viewBox: "0 0 260 122", class: "sdpa-w-bars", role: "img" });
     var p = { root: h("section", { class: "sdpa-w-panel" }), bars: bars, items: [] };
-    p.title = h("p", { class: "sdpa-w-title" }, [h("strong", { text: title }), " " + formula]);
-    p.scores = h("p", { class: "sdpa-w-scores" });
+    p.formula = h("span", { text: formula });
+    p.title = h("p", { class: "sdpa-w-title" }, [h("strong", { text: title }), " ", p.formula]);
+    p.scores = h("span", { class: "sdpa-w-scores" });
+    p.title.appendChild(p.scores);
     p.stats = h("p", { class: "sdpa-w-stats" });
     for (var j = 0; j < 4; j++) {
       var x = 20 + j * 60;
       p.items.push({
         bar: s("rect", { x: x, width: 40, class: "sdpa-w-bar" }),
         value: s("text", { x: x + 20, class: "sdpa-w-value", "text-anchor": "middle" }),
-        key: s("text", { x: x + 20, y: 130, class: "sdpa-w-key", "text-anchor": "middle" }),
-        score: s("text", { x: x + 20, y: 145, class: "sdpa-w-score", "text-anchor": "middle" }),
+        key: s("text", { x: x + 20, y: BASE + 14, class: "sdpa-w-key", "text-anchor": "middle" }),
+        score: s("text", { x: x + 20, y: BASE + 27, class: "sdpa-w-score", "text-anchor": "middle" }),
       });
     }
-    bars.appendChild(s("line", { x1: 10, x2: 250, y1: 115, y2: 115, class: "sdpa-w-axis" }));
+    bars.appendChild(s("line", { x1: 10, x2: 250, y1: BASE, y2: BASE, class: "sdpa-w-axis" }));
     p.items.forEach(function (it) {
       [it.bar, it.value, it.key, it.score].forEach(function (n) { bars.appendChild(n); });
     });
-    [p.title, p.scores, bars, p.stats].forEach(function (n) { p.root.appendChild(n); });
+    [p.title, bars, p.stats].forEach(function (n) { p.root.appendChild(n); });
     return p;
   }
 
   function drawPanel(p, side, data) {
     var weights = [];
     p.items.forEach(function (it, j) {
-      var top = 115 - side.weights[j] * 100; // weight 1 fills 100 of the 150 units
-      setAll(it.bar, { y: top, height: 115 - top, fill: data.colors[j] });
-      setAll(it.value, { y: top - 4, text: side.weight_labels[j] });
-      setAll(it.key, { text: data.keys[j] });
-      setAll(it.score, { text: "score " + side.score_labels[j] });
+      var top = BASE - side.weights[j] * FULL;
+      setAll(it.bar, { y: top, height: BASE - top, fill: data.colors[j] });
+      it.value.setAttribute("y", top - 4);
+      text(it.value, side.weight_labels[j]);
+      text(it.key, data.keys[j]);
+      text(it.score, "score " + side.score_labels[j]);
       weights.push(data.keys[j] + " " + side.weight_labels[j]);
     });
     p.bars.setAttribute("aria-label", "Weights: " + weights.join(", "));
-    p.scores.textContent = "Scores [" + side.score_labels.join(", ") + "]";
-    p.stats.textContent = "Entropy " + side.entropy + " of at most " + data.max_entropy +
-      " nats · top weight " + side.top;
+    text(p.scores, " · scores [" + side.score_labels.join(", ") + "]");
+    text(p.stats, "Entropy " + side.entropy + " of at most " + data.max_entropy +
+      " nats · top weight " + side.top);
   }
 
+  // The values in the plane, with axes like the static figure's. The outputs
+  // are open marks drawn around a point, so a value dot under them stays seen.
   function valuePlot(data) {
-    var b = data.bounds, size = 220, pad = 10;
-    function px(v) {
-      return [pad + (v[0] - b[0]) / (b[1] - b[0]) * (size - 2 * pad),
-              pad + (b[3] - v[1]) / (b[3] - b[2]) * (size - 2 * pad)];
+    var b = data.bounds, unit = 22, left = 34, top = 8, bottom = 34, right = 8;
+    var w = (b[1] - b[0]) * unit, hgt = (b[3] - b[2]) * unit;
+    function px(v) { return [left + (v[0] - b[0]) * unit, top + (b[3] - v[1]) * unit]; }
+    var size = [left + w + right, top + hgt + bottom];
+    var svg = s("svg", { viewBox: "0 0 " + size[0] + " " + size[1], class: "sdpa-w-plane", role: "img" });
+    var axes = s("g", { class: "sdpa-w-axes" });
+    axes.appendChild(s("path", { d: "M" + left + " " + top + "V" + (top + hgt) + "H" + (left + w) }));
+    for (var x = Math.ceil(b[0]); x <= b[1]; x += 2) {
+      var c = px([x, b[2]]);
+      axes.appendChild(s("path", { d: "M" + c[0] + " " + c[1] + "v4" }));
+      axes.appendChild(s("text", { x: c[0], y: c[1] + 14, "text-anchor": "middle", text: String(x).replace("-", "−") }));
     }
-    var svg = s("svg", { viewBox: "0 0 " + size + " " + size, class: "sdpa-w-plane", role: "img" });
+    for (var y = Math.ceil(b[2] / 2) * 2; y <= b[3]; y += 2) {
+      var d = px([b[0], y]);
+      axes.appendChild(s("path", { d: "M" + d[0] + " " + d[1] + "h-4" }));
+      axes.appendChild(s("text", { x: d[0] - 6, y: d[1] + 3.5, "text-anchor": "end", text: String(y).replace("-", "−") }));
+    }
+    axes.appendChild(s("text", { x: left + w / 2, y: size[1] - 3, "text-anchor": "middle", text: "value coordinate 1" }));
+    axes.appendChild(s("text", { transform: "translate(10 " + (top + hgt / 2) + ") rotate(-90)",
+                                 "text-anchor": "middle", text: "value coordinate 2" }));
+    svg.appendChild(axes);
     svg.appendChild(s("polygon", {
       class: "sdpa-w-hull",
       points: data.hull.map(function (v) { return px(v).join(","); }).join(" "),
     }));
     data.values.forEach(function (v, j) {
       var c = px(v);
-      svg.appendChild(s("circle", { cx: c[0], cy: c[1], r: 6, fill: data.colors[j] }));
-      var right = c[0] > size / 2; // keep labels inside: right-hand ones read leftwards
-      svg.appendChild(s("text", { x: c[0] + (right ? -9 : 9), y: c[1] - 9, class: "sdpa-w-vlabel",
+      svg.appendChild(s("circle", { cx: c[0], cy: c[1], r: 5.5, fill: data.colors[j], class: "sdpa-w-value-dot" }));
+      var right = c[0] > left + w / 2; // keep labels inside: right-hand ones read leftwards
+      svg.appendChild(s("text", { x: c[0] + (right ? -13 : 13), y: c[1] - 11, class: "sdpa-w-vlabel",
                                   "text-anchor": right ? "end" : "start", text: "v of " + data.keys[j] }));
     });
-    var raw = s("rect", { width: 12, height: 12, class: "sdpa-w-out-raw" });
-    var scaled = s("circle", { r: 6, class: "sdpa-w-out-scaled" });
+    var raw = s("rect", { width: 22, height: 22, class: "sdpa-w-out-raw" });
+    var scaled = s("circle", { r: 8, class: "sdpa-w-out-scaled" });
     svg.appendChild(raw);
     svg.appendChild(scaled);
     return {
       svg: svg,
       draw: function (state) {
         var r = px(state.raw.output), c = px(state.scaled.output);
-        setAll(raw, { x: r[0] - 6, y: r[1] - 6 });
+        setAll(raw, { x: r[0] - 11, y: r[1] - 11 });
         setAll(scaled, { cx: c[0], cy: c[1] });
         svg.setAttribute("aria-label", "Values of the four keys, with the unscaled output at " +
           state.raw.output_label + " and the scaled output at " + state.scaled.output_label);
@@ -119,36 +142,59 @@
     };
   }
 
-  function vectorRow(name, groups, n) {
-    return h("tr", {}, [h("th", { scope: "row", text: name }),
-      h("td", {}, groups.map(function (g) { return h("span", { class: "sdpa-w-group", text: g }); })),
-      h("td", { text: String(n) })]);
+  // Text is set only when it changes: an unchanged cell costs no layout.
+  function text(node, value) { if (node.textContent !== value) node.textContent = value; }
+
+  function vectorRow(name, pattern) {
+    var row = { name: h("th", { scope: "row", text: name }), pattern: h("td", { class: "sdpa-w-pattern", text: pattern }),
+                repeats: h("td"), width: h("td") };
+    row.node = h("tr", {}, [row.name, row.pattern, row.repeats, row.width]);
+    return row;
   }
 
-  // One table per width, built on first use; a query change swaps one row.
-  function vectorTable(data, query, width) {
-    var v = data.vectors[String(width)], rows = [];
-    rows.push(vectorRow(data.queries[query], v.queries[query], width));
-    v.keys.forEach(function (k, j) { rows.push(vectorRow(data.keys[j], k, width)); });
-    data.value_groups.forEach(function (groups, j) {
-      rows.push(vectorRow("v of " + data.keys[j], groups, 2));
+  // The fixed vectors: each query and key is its width-4 pattern repeated, so
+  // the table shows the pattern and the count, the same few rows at any width.
+  function vectorTable(data) {
+    var pat = data.patterns, caption = h("caption"), shownWidth = null;
+    var query = vectorRow("", "");
+    var keys = pat.keys.map(function (k, j) { return vectorRow(data.keys[j], k); });
+    var values = pat.values.map(function (v, j) {
+      var row = vectorRow("v of " + data.keys[j], v);
+      text(row.repeats, "once");
+      text(row.width, String(v.split(" ").length));
+      return row;
     });
-    return h("table", { class: "sdpa-w-vectors" }, [
-      h("caption", { text: "The fixed vectors at dₖ = " + width + ", coordinates in groups of " +
-        "four (the width-4 pattern repeats). Values stay 2-wide at every width." }),
-      h("thead", {}, [h("tr", {}, [h("th", { scope: "col", text: "vector" }),
-        h("th", { scope: "col", text: "coordinates" }), h("th", { scope: "col", text: "width" })])]),
-      h("tbody", {}, rows),
-    ]);
+    var rows = [query].concat(keys, values);
+    var node = h("table", { class: "sdpa-w-vectors" }, [caption,
+      h("thead", {}, [h("tr", {}, ["vector", "width-" + data.base_width + " pattern", "repeated", "width"]
+        .map(function (c) { return h("th", { scope: "col", text: c }); }))]),
+      h("tbody", {}, rows.map(function (r) { return r.node; }))]);
+    return {
+      node: node,
+      draw: function (q, width) {
+        var n = data.repeats[String(width)], times = n > 1 ? "× " + n : "once";
+        text(query.name, data.queries[q]);
+        text(query.pattern, pat.queries[q]);
+        [query].concat(keys).forEach(function (row) {
+          text(row.repeats, times);
+          text(row.width, String(width));
+        });
+        if (shownWidth === width) return;
+        shownWidth = width;
+        caption.replaceChildren("The fixed vectors at ", dk(), " = " + width + ": each query and key " +
+          "repeats its width-" + data.base_width + " pattern " + (n > 1 ? n + " times" : "once") +
+          ". Values stay 2-wide at every width.");
+      },
+    };
   }
 
   var count = 0;
   function mount(root) {
     var data = JSON.parse(root.querySelector("script.sdpa-widget-data").textContent);
     var uid = "sdpa-w" + count++;
-    var queries = radios("q", "Query", data.queries, data.queries.map(function (_, i) { return i; }), uid);
-    var widths = radios("dk", "Head width", data.widths.map(function (w) {
-      return "d<sub>k</sub> = " + w;
+    var queries = radios("q", ["Query"], data.queries, data.queries.map(function (_, i) { return i; }), uid);
+    var widths = radios("dk", ["Head width ", dk()], data.widths.map(function (w) {
+      return [dk(), " = " + w];
     }), data.widths, uid);
     var raw = panel("Unscaled", "softmax(q·k)");
     var scaled = panel("Scaled", "");
@@ -159,8 +205,13 @@
     ]);
     var outputs = h("p", { class: "sdpa-w-outputs" });
     var live = h("p", { class: "sdpa-w-live", "aria-live": "polite" });
+    // Paper has no radios to read the state from; prose may name it too.
+    var printed = h("p", { class: "sdpa-w-state" }, [h("span"), dk(), h("span")]);
+    var shownState = Array.from(document.querySelectorAll(".sdpa-shown-state"));
+    var table = vectorTable(data);
     var tableBox = h("div", { class: "sdpa-w-table", tabindex: "0", role: "region",
-                              "aria-label": "The fixed vectors" });
+                              "aria-label": "The fixed vectors" }, [table.node]);
+    root.appendChild(printed);
     root.appendChild(h("div", { class: "sdpa-w-controls" }, [queries, widths]));
     root.appendChild(h("div", { class: "sdpa-w-panels" }, [raw.root, scaled.root]));
     root.appendChild(h("figure", { class: "sdpa-w-mixture" }, [plane.svg,
@@ -168,32 +219,46 @@
     root.appendChild(live);
     root.appendChild(tableBox);
 
-    var current = readHash(data) || data.default;
-    var tables = {}; // one table per width, built on first use
+    var fromUrl = readHash(data);
+    var current = fromUrl || data.default;
     function show(next, announce) {
       current = next;
       var state = data.states[next.query + "/" + next.width];
+      var name = data.queries[next.query];
       queries.querySelectorAll("input")[next.query].checked = true;
       widths.querySelectorAll("input")[data.widths.indexOf(next.width)].checked = true;
       drawPanel(raw, state.raw, data);
-      scaled.title.lastChild.textContent = " softmax(q·k / " + state.scale_label + ")";
+      text(scaled.formula, "softmax(q·k / " + state.scale_label + ")");
       drawPanel(scaled, state.scaled, data);
       plane.draw(state);
-      outputs.textContent = "Outputs: unscaled " + state.raw.output_label + ", scaled " +
-        state.scaled.output_label + ". Each is a weighted average of the values, inside their hull.";
-      var table = tables[next.width] || (tables[next.width] = vectorTable(data, next.query, next.width));
-      var body = table.querySelector("tbody");
-      body.replaceChild(vectorRow(data.queries[next.query],
-        data.vectors[String(next.width)].queries[next.query], next.width), body.firstChild);
-      if (tableBox.firstChild !== table) tableBox.replaceChildren(table);
+      text(outputs, "Outputs: unscaled " + state.raw.output_label + ", scaled " +
+        state.scaled.output_label + ". Each is a weighted average of the values, inside their hull.");
+      table.draw(next.query, next.width);
+      text(printed.firstChild, "Shown: query " + name + " at head width ");
+      text(printed.lastChild, " = " + next.width + ".");
+      // Prose that names the state on paper follows the figure.
+      shownState.forEach(function (el) { text(el, "query " + name + " at width " + next.width); });
       if (announce) live.textContent = state.summary;
-      history.replaceState(null, "", "#q=" + next.query + "&dk=" + next.width);
+    }
+    // Only a reader's change writes the URL; loading a page never does, so a
+    // link to a section keeps its fragment and a plain visit stays plain. The
+    // write (a same-document navigation, ~2 ms) waits until the figure is
+    // drawn, and a run of quick changes writes once.
+    var pending = null;
+    function choose(next) {
+      show(next, true);
+      if (pending === null) {
+        pending = setTimeout(function () {
+          pending = null;
+          history.replaceState(null, "", "#q=" + current.query + "&dk=" + current.width);
+        }, 0);
+      }
     }
     queries.addEventListener("change", function (e) {
-      show({ query: Number(e.target.value), width: current.width }, true);
+      choose({ query: Number(e.target.value), width: current.width });
     });
     widths.addEventListener("change", function (e) {
-      show({ query: current.query, width: Number(e.target.value) }, true);
+      choose({ query: current.query, width: Number(e.target.value) });
     });
     window.addEventListener("hashchange", function () {
       var next = readHash(data);
@@ -201,8 +266,14 @@
     });
     show(current, false);
     live.textContent = data.states[current.query + "/" + current.width].summary;
-    document.querySelectorAll(".sdpa-widget-fallback").forEach(function (el) { el.hidden = true; });
     root.classList.add("sdpa-w-ready");
+    // The figure just grew above what a section link points at: land there
+    // again. A state link shows its figure.
+    var target = null;
+    try {
+      target = fromUrl ? root : document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    } catch (e) { /* a malformed escape names no section */ }
+    if (target && (!fromUrl || window.scrollY === 0)) target.scrollIntoView({ behavior: "instant" });
   }
 
   function start() {
