@@ -3,19 +3,21 @@
 The task is associative recall. A sequence holds ``n_pairs`` key–value pairs,
 one pair per position, then a query key; the target is the value paired with
 that key. Each pair is embedded as ``x_i = E_key[key_i] + E_val[value_i]``
-and the query as ``x_q = E_key[query]``. One attention layer with learned
-``W_Q``, ``W_K`` and ``W_V`` reads the pairs from the query, and a readout
-``W_out`` maps its output to logits over the values; the loss is the
-cross-entropy. To answer, the query has to find its one matching pair among
-the others: the task needs sharp retrieval.
+and the query as ``x_q = E_key[query]``, with the key table alone (no value
+embedding). One attention layer with learned ``W_Q``, ``W_K`` and ``W_V``
+reads the pairs from the query, and a readout ``W_out`` maps its output to
+logits over the values; the loss is the cross-entropy. To answer, the query
+has to give its matching pair more weight than the others; a model that
+ignores the query can do no better than :func:`baselines`' query-blind
+numbers.
 
 Only the width of the queries and keys, ``d_k``, changes between arms; the
 values keep ``d_v = d_model``, so the arms differ only where the scale acts.
 
-Initialisation is the common default: embeddings N(0, 1), as PyTorch's
-``nn.Embedding``, and every weight matrix N(0, gain² / fan_in), LeCun's normal
-initialisation, so that at ``gain = 1`` a projection keeps the size of its
-input. The optimiser is Adam with fixed hyperparameters for every arm.
+Initialisation: embeddings N(0, 1), as PyTorch's ``nn.Embedding``, and every
+weight matrix drawn from an untruncated normal N(0, gain² / fan_in), so that
+at ``gain = 1`` a projection keeps the size of its input. The optimiser is
+Adam with fixed hyperparameters for every arm.
 
 Every gradient of the attention comes from :func:`sdpa_ref.attention_backward`;
 this module writes the rest of the chain rule (embeddings, projections,
@@ -24,7 +26,10 @@ readout, cross-entropy) in NumPy.
 
 from __future__ import annotations
 
+import functools
+import math
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -34,10 +39,15 @@ from ._checks import positive_int
 from .backward import attention_backward
 from .core import attention, softmax
 from .random_model import SEED, standard_score_row
-from .spread import entropy, softmax_jacobian_norm
+from .spread import entropy, softmax_jacobian, softmax_jacobian_norm
 
 __all__ = [
     "ADAM",
+    "BAND_COVERAGE",
+    "CONTROL_SCALES",
+    "DEFAULT_SETTINGS",
+    "GRAD_METHODS",
+    "N_PRED_ROWS",
     "PARAMETERS",
     "SCALES",
     "SEEDS",
@@ -46,13 +56,21 @@ __all__ = [
     "History",
     "Setting",
     "Task",
+    "arm_range",
+    "baselines",
+    "first_step_below",
+    "grad_ratio_checks",
     "gradients",
     "init_params",
+    "init_qk_variances",
     "init_score_std",
+    "measured_grad_ratios",
     "predicted_grad_ratio",
+    "predicted_grad_ratio_band",
     "run_experiment",
     "sample_batch",
     "scale_factor",
+    "scaled_scores",
     "train",
 ]
 
@@ -68,6 +86,14 @@ STEPS = 200
 ADAM = {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
 #: The learned arrays, in the order the gradients are returned.
 PARAMETERS = ("key_embedding", "value_embedding", "w_q", "w_k", "w_v", "w_out")
+#: How :func:`predicted_grad_ratio` turns rows of scores into one number.
+GRAD_METHODS = ("rms", "rms-spectral", "mean-spectral", "page")
+#: Rows of scores behind :func:`predicted_grad_ratio` and its band.
+N_PRED_ROWS = 20_000
+#: The share of one-batch ratios that :func:`predicted_grad_ratio_band` spans.
+BAND_COVERAGE = 0.9
+#: Loss threshold of :func:`first_step_below` in the summary, nats.
+ONE_NAT = 1.0
 
 
 @dataclass(frozen=True)
@@ -84,14 +110,31 @@ class Task:
 class Setting:
     """The model's size and the hyperparameters shared by every arm.
 
-    ``gain`` multiplies the standard deviation of ``W_Q`` and ``W_K`` at
-    initialisation, and so the scores at initialisation by ``gain²``.
+    ``W_Q`` and ``W_K`` are drawn with standard deviation
+    ``gain · d_k**qk_width_power / √d_model``, the same standard normals
+    for every setting and scale of one seed and width. ``gain`` multiplies
+    the scores at initialisation by ``gain²``; ``qk_width_power = -1/4``
+    multiplies them by ``d_k**-1/2``, so that unscaled scores start exactly
+    where the 1/√d_k arm's start.
     """
 
     d_model: int = 32
     lr: float = 1e-2
     gain: float = 1.0
+    qk_width_power: float = 0.0
     task: Task = Task()
+
+    def qk_std_factor(self, d_k):
+        """What multiplies the N(0, 1/d_model) draws of ``W_Q`` and ``W_K``.
+
+        Examples
+        --------
+        >>> Setting(gain=2.0).qk_std_factor(64)
+        2.0
+        >>> Setting(qk_width_power=-0.25).qk_std_factor(16)
+        0.5
+        """
+        return float(self.gain * d_k**self.qk_width_power)
 
 
 class History(NamedTuple):
@@ -99,14 +142,19 @@ class History(NamedTuple):
 
     ``loss`` is the batch's mean cross-entropy in nats, ``accuracy`` the
     fraction of queries whose top logit is the right value, ``entropy`` the
-    mean entropy of the query's attention row in nats, and ``grad_norm_q``
-    the Frobenius norm of the loss's gradient with respect to ``W_Q``.
+    mean entropy of the query's attention row in nats, ``match_weight`` the
+    mean attention weight on the pair the query asks for,
+    ``grad_norm_q`` the Frobenius norm of the loss's gradient with respect
+    to ``W_Q``, and ``score_step`` the standard deviation, over the batch's
+    scaled scores, of how much that step's Adam update moved them.
     """
 
     loss: np.ndarray
     accuracy: np.ndarray
     entropy: np.ndarray
+    match_weight: np.ndarray
     grad_norm_q: np.ndarray
+    score_step: np.ndarray
 
 
 def scale_factor(scale, d_k):
@@ -128,25 +176,32 @@ def init_score_std(d_k, scale, setting=Setting()):
     """Standard deviation of the scaled scores at initialisation.
 
     Query coordinates are sums of ``d_model`` products of an N(0, 1)
-    embedding coordinate and an N(0, gain²/d_model) weight, so they have
-    variance ``gain²``; a pair's embedding is the sum of two, so its key
-    coordinates have variance ``2 gain²``. Then ``q·k`` has standard
-    deviation ``√(2 d_k) gain²`` (the random model's ``√d_k``, with these
-    variances), times the scale.
+    embedding coordinate and an N(0, c²/d_model) weight, with ``c`` from
+    :meth:`Setting.qk_std_factor`, so they have variance ``c²``; a pair's
+    embedding is the sum of two, so its key coordinates have variance
+    ``2 c²``. Then ``q·k`` has standard deviation ``√(2 d_k) c²`` (the
+    random model's ``√d_k``, with these variances), times the scale.
 
     Examples
     --------
     >>> print(f"{init_score_std(64, 'none'):.2f} {init_score_std(64, 'sqrt'):.3f}")
     11.31 1.414
+    >>> matched = Setting(qk_width_power=-0.25)
+    >>> print(f"{init_score_std(64, 'none', matched):.3f}")
+    1.414
     """
-    return float(scale_factor(scale, d_k) * np.sqrt(2 * d_k) * setting.gain**2)
+    c = setting.qk_std_factor(d_k)
+    return float(scale_factor(scale, d_k) * np.sqrt(2 * d_k) * c**2)
 
 
 def init_params(d_k, rng, setting=Setting()):
-    """Initial weights of one model: embeddings N(0, 1), matrices N(0, gain²/fan_in).
+    """Initial weights of one model: embeddings N(0, 1), matrices N(0, c²/fan_in).
 
-    ``rng`` is a pair of generators: the first draws everything whose shape
-    does not depend on ``d_k``, so that the arms of one seed share it.
+    ``c`` is 1 except for ``W_Q`` and ``W_K``, where it is
+    :meth:`Setting.qk_std_factor`. ``rng`` is a pair of generators: the
+    first draws everything whose shape does not depend on ``d_k``, so that
+    the arms of one seed share it; the second draws ``W_Q`` and ``W_K``, so
+    that the arms of one seed and width share their standard normals.
 
     Examples
     --------
@@ -163,8 +218,9 @@ def init_params(d_k, rng, setting=Setting()):
         "w_v": shared.standard_normal((d, d)) / np.sqrt(d),
         "w_out": shared.standard_normal((d, task.n_values)) / np.sqrt(d),
     }
+    factor = setting.qk_std_factor(d_k) / np.sqrt(d)
     for name in ("w_q", "w_k"):
-        params[name] = per_width.standard_normal((d, d_k)) * (setting.gain / np.sqrt(d))
+        params[name] = per_width.standard_normal((d, d_k)) * factor
     return {name: params[name] for name in PARAMETERS}
 
 
@@ -190,6 +246,41 @@ def sample_batch(rng, task=Task(), steps=None):
     return keys, values, asked, target
 
 
+def scaled_scores(params, batch, scale):
+    """The query's scaled scores against its sequence's pairs.
+
+    Same stacked arguments as :func:`gradients`; the scores that its
+    attention call turns into weights.
+
+    Returns
+    -------
+    numpy.ndarray, shape (models, batch, 1, n_pairs)
+
+    Examples
+    --------
+    >>> rngs = (np.random.default_rng(0), np.random.default_rng(1))
+    >>> params = {n: p[None] for n, p in init_params(16, rngs).items()}
+    >>> batch = [a[None] for a in sample_batch(np.random.default_rng(2))]
+    >>> scaled_scores(params, batch, "sqrt").shape
+    (1, 16, 1, 8)
+    """
+    keys, values, asked, _ = batch
+    n_models, n_batch = keys.shape[:2]
+    d_k = params["w_q"].shape[2]
+    rows = np.arange(n_models)[:, None]
+    asked_keys = np.take_along_axis(keys, asked[..., None], -1)[..., 0]
+    query = params["key_embedding"][rows, asked_keys]  # (models, batch, d_model)
+    flat_keys = keys.reshape(n_models, -1)
+    flat_values = values.reshape(n_models, -1)
+    pairs = (
+        params["key_embedding"][rows, flat_keys]
+        + params["value_embedding"][rows, flat_values]
+    )
+    q = (query @ params["w_q"])[:, :, None, :]
+    k = (pairs @ params["w_k"]).reshape(n_models, n_batch, -1, d_k)
+    return scale_factor(scale, d_k) * (q @ np.swapaxes(k, 2, 3))
+
+
 def gradients(params, batch, scale):
     """Loss, gradients of every parameter, and what the step measures.
 
@@ -212,7 +303,8 @@ def gradients(params, batch, scale):
     grads : dict of numpy.ndarray
         One per parameter, same shapes.
     stats : dict
-        ``accuracy`` and ``entropy`` (mean, nats), shape (models,);
+        ``accuracy``, ``entropy`` (mean, nats) and ``match_weight`` (the
+        mean weight on the asked pair), shape (models,);
         ``q``, ``k``, ``v``, ``d_out`` and ``scale``, the attention call's
         inputs; ``attention``, the :class:`sdpa_ref.Gradients` it returned.
 
@@ -275,9 +367,13 @@ def gradients(params, batch, scale):
         "w_v": pairs_t @ d_v,
         "w_out": np.swapaxes(mixture, 1, 2) @ d_logits,
     }
+    rows = weights[:, :, 0, :]  # (models, batch, n_pairs)
     stats = {
         "accuracy": (logits.argmax(axis=-1) == target).mean(axis=-1),
-        "entropy": entropy(weights[:, :, 0, :]).mean(axis=-1),
+        "entropy": entropy(rows).mean(axis=-1),
+        "match_weight": np.take_along_axis(rows, asked[..., None], -1)[..., 0].mean(
+            axis=-1
+        ),
         "q": q,
         "k": k,
         "v": v,
@@ -317,16 +413,18 @@ def _train_side_by_side(d_k, scale, models, steps):
     first = {name: np.zeros_like(p) for name, p in params.items()}
     second = {name: np.zeros_like(p) for name, p in params.items()}
     b1, b2, eps = ADAM["beta1"], ADAM["beta2"], ADAM["eps"]
-    record = np.empty((4, len(models), steps))
+    record = np.empty((len(History._fields), len(models), steps))
     for t in range(steps):
         batch = [a[:, t] for a in data]
         loss, grads, stats = gradients(params, batch, scale)
-        record[:, :, t] = (
+        record[:-1, :, t] = (
             loss,
             stats["accuracy"],
             stats["entropy"],
+            stats["match_weight"],
             np.sqrt((grads["w_q"] ** 2).sum(axis=(1, 2))),
         )
+        before = stats["scale"] * (stats["q"] @ np.swapaxes(stats["k"], 2, 3))
         # Adam with bias correction, as in Kingma and Ba's Algorithm 1.
         step_size = lr * (np.sqrt(1 - b2 ** (t + 1)) / (1 - b1 ** (t + 1)))
         for name, g in grads.items():
@@ -336,6 +434,8 @@ def _train_side_by_side(d_k, scale, models, steps):
             s *= b2
             s += (1 - b2) * (g * g)
             params[name] -= step_size * m / (np.sqrt(s) + eps)
+        moved = scaled_scores(params, batch, scale) - before
+        record[-1, :, t] = moved.reshape(len(models), -1).std(axis=1)
     return [History(*record[:, i]) for i in range(len(models))]
 
 
@@ -351,11 +451,12 @@ def train(d_k, scale, *, seed, steps=STEPS, setting=Setting()):
     seed : int
         Fixes the initialisation and the batches. Arms with the same seed
         see the same batches and share every initial weight but ``W_Q`` and
-        ``W_K``, whose shapes depend on ``d_k``.
+        ``W_K``, whose shapes depend on ``d_k``; arms with the same seed and
+        width share those too, up to :meth:`Setting.qk_std_factor`.
     steps : int
         Adam steps.
     setting : Setting
-        Model size, learning rate and initial gain, shared by every arm.
+        Model size, learning rate and initialisation of ``W_Q`` and ``W_K``.
 
     Returns
     -------
@@ -374,31 +475,165 @@ def train(d_k, scale, *, seed, steps=STEPS, setting=Setting()):
     return _train_side_by_side(d_k, scale, [(seed, setting)], steps)[0]
 
 
-def predicted_grad_ratio(d_k, scale, setting=Setting(), *, rows="random", n_rows=2000):
+def _partitions(n, largest=None):
+    """The ways to write ``n`` as a sum of positive parts, largest first."""
+    largest = n if largest is None else largest
+    if n == 0:
+        yield ()
+        return
+    for part in range(min(n, largest), 0, -1):
+        for rest in _partitions(n - part, part):
+            yield (part, *rest)
+
+
+def baselines(task=Task()):
+    """Loss and accuracy of two models that ignore the query, computed exactly.
+
+    *Chance* predicts every value with probability ``1 / n_values``: its
+    loss is ``ln n_values`` and it is right once in ``n_values``.
+
+    *Query-blind* is the best a model can do that sees the sequence's pairs
+    but not which key the query repeats. The asked pair is uniform over the
+    ``n_pairs`` positions, so the target is value ``v`` with probability
+    ``c_v / n_pairs``, where ``c_v`` counts the pairs holding ``v``.
+    Predicting exactly that distribution minimises the expected
+    cross-entropy, which is then the entropy of the in-sequence frequencies;
+    its top value is right with probability ``max_v c_v / n_pairs``. Both are
+    averaged over the values a sequence can hold (independent and uniform,
+    as :func:`sample_batch` draws them), grouped by their multiset of counts,
+    an integer partition of ``n_pairs``, each with its exact probability.
+
+    Returns
+    -------
+    dict
+        ``chance_loss``, ``chance_accuracy``, ``blind_loss`` (nats) and
+        ``blind_accuracy``.
+
+    Examples
+    --------
+    >>> b = baselines()
+    >>> print(f"{b['blind_loss']:.3f} nats, {b['blind_accuracy']:.1%}")
+    1.798 nats, 25.8%
+    >>> print(f"{b['chance_loss']:.3f} nats, {b['chance_accuracy']:.2%}")
+    2.773 nats, 6.25%
+    """
+    n, n_values = task.n_pairs, task.n_values
+    loss = accuracy = 0.0
+    for counts in _partitions(n):
+        if len(counts) > n_values:
+            continue
+        same_size = Counter(counts).values()
+        # Distinct values for the groups, then the positions of each group.
+        values = math.perm(n_values, len(counts)) // math.prod(
+            math.factorial(m) for m in same_size
+        )
+        positions = math.factorial(n) // math.prod(math.factorial(c) for c in counts)
+        p = values * positions / n_values**n
+        freq = np.array(counts) / n
+        loss += p * float(-(freq * np.log(freq)).sum())
+        accuracy += p * counts[0] / n
+    return {
+        "chance_loss": float(np.log(n_values)),
+        "chance_accuracy": 1 / n_values,
+        "blind_loss": loss,
+        "blind_accuracy": accuracy,
+    }
+
+
+def init_qk_variances(d_k, setting=Setting(), seeds=SEEDS, steps=STEPS):
+    """Measured variance of query and key coordinates at initialisation.
+
+    The runs' own initial ``W_Q`` and ``W_K`` applied to every batch of the
+    runs with these seeds, pooled. :func:`init_score_std` assumes
+    ``c²`` for the queries and ``2 c²`` for the keys (a pair is the sum of
+    two embeddings), with ``c`` from :meth:`Setting.qk_std_factor`.
+
+    Returns
+    -------
+    tuple of float
+        Variance of the query coordinates, then of the key coordinates.
+
+    Examples
+    --------
+    >>> q, k = init_qk_variances(64, seeds=(0,), steps=4)
+    >>> print(f"{q:.1f} {k:.1f}")
+    0.9 2.0
+    """
+    queries, keys = [], []
+    for seed in seeds:
+        shared, per_width, data = _generators(seed)
+        p = init_params(d_k, (shared, per_width), setting)
+        key_ids, value_ids, asked, _ = sample_batch(data, setting.task, steps)
+        pairs = p["key_embedding"][key_ids] + p["value_embedding"][value_ids]
+        asked_ids = np.take_along_axis(key_ids, asked[..., None], -1)[..., 0]
+        queries.append((p["key_embedding"][asked_ids] @ p["w_q"]).ravel())
+        keys.append((pairs @ p["w_k"]).ravel())
+    return float(np.concatenate(queries).var()), float(np.concatenate(keys).var())
+
+
+def _row_amplitudes(d_k, scale, setting, *, norm, rows, n_rows):
+    """``scale · √d_k · |J|`` per row of scores drawn at the predicted spread."""
+    sizes = _jacobian_sizes(
+        init_score_std(d_k, scale, setting), setting.task.n_pairs, norm, rows, n_rows
+    )
+    return scale_factor(scale, d_k) * np.sqrt(d_k) * sizes
+
+
+@functools.lru_cache(maxsize=256)
+def _jacobian_sizes(spread, n_pairs, norm, rows, n_rows):
+    """The Jacobian's norm per row of scores stretched to ``spread``.
+
+    Cached: the 1/√d_k arm has the same spread at every width, and the
+    spectral norm takes an eigenvalue problem per row.
+    """
+    if rows == "page":
+        base = standard_score_row(n_pairs)[None, :]
+    else:
+        base = np.random.default_rng(SEED).standard_normal((n_rows, n_pairs))
+    weights = softmax(spread * base)
+    if norm == "spectral":
+        sizes = softmax_jacobian_norm(weights)
+    else:
+        sizes = np.linalg.norm(softmax_jacobian(weights), axis=(-2, -1))
+    sizes.setflags(write=False)
+    return sizes
+
+
+def predicted_grad_ratio(
+    d_k, scale, setting=Setting(), *, method="rms", n_rows=N_PRED_ROWS
+):
     """The prediction of ``|∇W_Q|`` at init, relative to the √d_k arm's.
 
-    The chain rule gives ``∂L/∂q = scale · Σ_j (∂L/∂s_j) k_j``, where the
-    score gradients ``∂L/∂s`` are the upstream gradient passed through the
-    softmax Jacobian. So the gradient of ``W_Q`` grows like ``scale · |k|``
-    times the Jacobian's norm, and ``|k|`` grows like ``√d_k``. The result
-    is divided by the same quantity for the 1/√d_k arm at the same width, so
-    the constants that all arms share cancel.
+    The gradient is a sum over the batch's rows, ``∇W_Q = Σ_b x_b dq_bᵀ``
+    (``x_b`` the query's embedding, ``dq_b`` its query's gradient). Its
+    squared norm is ``Σ_b |x_b|² |dq_b|²`` plus cross terms between rows,
+    which average to zero because different rows' ``dq`` are independent
+    with mean zero; so ``|∇W_Q|`` grows like the *root mean square* of
+    ``|dq_b|`` over rows, not like their mean. Each
+    ``dq_b = scale · Σ_j (∂L/∂s_j) k_j``, and the score gradients are
+    ``J g``: the upstream gradient ``g`` on the weights passed through the
+    softmax Jacobian ``J``. With keys of equal length ``|k| ∝ √d_k`` in
+    nearly orthogonal directions, ``|dq_b| ≈ scale · |k| · |J g|``, and for
+    a ``g`` with independent entries of equal variance the mean of
+    ``|J g|²`` is proportional to ``|J|_F²``, the squared Frobenius norm.
+    The result is divided by the same quantity for the 1/√d_k arm at the
+    same width and setting, so the constants all arms share cancel.
 
     Parameters
     ----------
     d_k : int
     scale : {"sqrt", "none", "linear"}
     setting : Setting
-    rows : {"random", "page"}
-        Where the Jacobian's norm comes from. ``"page"`` is the saturation
-        page's curve: one fixed row of ``n_pairs`` scores
-        (:func:`sdpa_ref.standard_score_row`) stretched to the spread that
-        :func:`init_score_std` predicts. ``"random"`` averages the norm over
-        ``n_rows`` seeded rows drawn from the random model with that spread.
-        The two differ for wide unscaled heads: one fixed row saturates and
-        its norm falls exponentially, but among random rows some have two
-        near-equal top scores, and those keep the average falling only like
-        ``1 / spread``.
+    method : {"rms", "rms-spectral", "mean-spectral", "page"}
+        ``"rms"``, the derivation above: the root mean square of
+        ``scale · √d_k · |J|_F`` over ``n_rows`` seeded rows of independent
+        N(0, 1) scores, not standardised, stretched to the spread that
+        :func:`init_score_std` predicts. ``"rms-spectral"`` uses the
+        spectral norm, the most ``J`` can stretch any ``g``, instead;
+        ``"mean-spectral"`` also averages instead of taking the root mean
+        square. ``"page"`` is the saturation page's curve: one fixed row
+        (:func:`sdpa_ref.standard_score_row`, standardised to mean 0 and
+        standard deviation 1), stretched the same way, spectral norm.
     n_rows : int
 
     Examples
@@ -406,26 +641,84 @@ def predicted_grad_ratio(d_k, scale, setting=Setting(), *, rows="random", n_rows
     >>> predicted_grad_ratio(64, "sqrt")
     1.0
     >>> print(f"{predicted_grad_ratio(256, 'none'):.2f}")
-    3.05
-    >>> print(f"{predicted_grad_ratio(256, 'none', rows='page'):.1e}")
+    6.18
+    >>> print(f"{predicted_grad_ratio(256, 'none', method='mean-spectral'):.2f}")
+    3.16
+    >>> print(f"{predicted_grad_ratio(256, 'none', method='page'):.1e}")
     1.2e-08
     >>> print(f"{predicted_grad_ratio(256, 'linear'):.3f}")
-    0.029
+    0.056
     """
-    if rows not in {"random", "page"}:
-        raise ValueError(f"rows must be 'random' or 'page', got {rows!r}")
-    n_pairs = setting.task.n_pairs
-    if rows == "page":
-        base = standard_score_row(n_pairs)[None, :]
-    else:
-        base = np.random.default_rng(SEED).standard_normal((n_rows, n_pairs))
+    if method not in GRAD_METHODS:
+        raise ValueError(f"method must be one of {GRAD_METHODS}, got {method!r}")
+    norm = "frobenius" if method == "rms" else "spectral"
+    rows = "page" if method == "page" else "random"
 
-    def amplitude(name):
-        weights = softmax(init_score_std(d_k, name, setting) * base)
-        jacobian_norm = softmax_jacobian_norm(weights).mean()
-        return scale_factor(name, d_k) * np.sqrt(d_k) * jacobian_norm
+    def aggregate(name):
+        a = _row_amplitudes(d_k, name, setting, norm=norm, rows=rows, n_rows=n_rows)
+        return a.mean() if method == "mean-spectral" else np.sqrt((a**2).mean())
 
-    return float(amplitude(scale) / amplitude("sqrt"))
+    return float(aggregate(scale) / aggregate("sqrt"))
+
+
+def predicted_grad_ratio_band(
+    d_k,
+    scale,
+    setting=Setting(),
+    *,
+    batch=None,
+    quantiles=None,
+    n_rows=N_PRED_ROWS,
+):
+    """How far one batch's ratio may stray from :func:`predicted_grad_ratio`.
+
+    The measured ratio comes from one batch of ``batch`` rows, a few of
+    which can carry most of the gradient. This splits the ``"rms"``
+    method's rows into batches of that size, takes each batch's root mean
+    square for both arms on the same rows (arms of one seed and width share
+    ``W_Q`` and ``W_K``, so their scores are proportional), and returns the
+    quantiles of the batches' ratios: by default the middle
+    :data:`BAND_COVERAGE` of them.
+
+    Examples
+    --------
+    >>> low, high = predicted_grad_ratio_band(256, "none")
+    >>> print(f"{low:.2f} {high:.2f}")
+    1.37 9.13
+    """
+    batch = setting.task.batch if batch is None else positive_int(batch, "batch")
+    if quantiles is None:
+        quantiles = ((1 - BAND_COVERAGE) / 2, (1 + BAND_COVERAGE) / 2)
+    n_rows = n_rows // batch * batch
+    if n_rows == 0:
+        raise ValueError(f"n_rows must hold at least one batch of {batch}")
+
+    def batch_rms(name):
+        a = _row_amplitudes(
+            d_k, name, setting, norm="frobenius", rows="random", n_rows=n_rows
+        )
+        return np.sqrt((a.reshape(-1, batch) ** 2).mean(axis=1))
+
+    ratios = batch_rms(scale) / batch_rms("sqrt")
+    return tuple(float(q) for q in np.quantile(ratios, quantiles))
+
+
+def first_step_below(loss, threshold=ONE_NAT):
+    """The first step (counting from 1) whose loss is at most ``threshold``.
+
+    ``loss`` has steps along its last axis; a run that never gets there
+    gives ``inf``.
+
+    Examples
+    --------
+    >>> float(first_step_below([3.0, 1.2, 0.9, 1.1]))
+    3.0
+    >>> first_step_below([[3.0, 0.5], [3.0, 2.0]]).tolist()
+    [2.0, inf]
+    """
+    below = np.asarray(loss) <= threshold
+    steps = np.argmax(below, axis=-1) + 1.0
+    return np.where(below.any(axis=-1), steps, np.inf)
 
 
 def run_experiment(
@@ -433,7 +726,9 @@ def run_experiment(
     scales=SCALES,
     seeds=SEEDS,
     steps=STEPS,
+    *,
     settings=None,
+    only=None,
 ):
     """Every arm, every seed, in every setting, and the time it took.
 
@@ -442,80 +737,99 @@ def run_experiment(
     widths, scales, seeds, steps
         The grid.
     settings : dict of str to Setting, optional
-        Named settings; by default the main one and the second ones the page
-        shows (a larger initialisation and a smaller learning rate).
+        Named settings; by default :data:`DEFAULT_SETTINGS`: the main one,
+        a larger initialisation, a smaller learning rate, and the control
+        whose unscaled scores start where the 1/√d_k arm's do.
+    only : dict of str to tuple of str, optional
+        The scales a setting runs, if not all of ``scales``; by default
+        :data:`CONTROL_SCALES` when ``settings`` is the default, else none.
 
     Returns
     -------
     dict
         ``runs[setting][scale][d_k]`` is a dict of arrays of shape
-        ``(len(seeds), steps)`` (``loss``, ``accuracy``, ``entropy``,
-        ``grad_norm_q``); ``summary`` holds one row per setting and arm with
-        the mean and range over seeds of the final loss and accuracy (the
-        mean of the last 10 % of steps), the entropy and ``|∇W_Q|`` at step
-        1, and that gradient over the same seed's 1/√d_k arm's;
-        ``prediction[rows][setting][scale]`` holds
-        :func:`predicted_grad_ratio` per width for ``rows`` "random" and
-        "page"; ``n_runs`` counts the runs; ``seconds`` is the wall time of
-        the training.
+        ``(len(seeds), steps)``, one per :class:`History` field;
+        ``summary`` holds one row per setting and arm: for ``loss``,
+        ``accuracy``, ``entropy`` and ``match_weight`` the mean over seeds
+        of the mean of the last 10 % of steps, with ``_min`` and ``_max``
+        over seeds; ``steps_to_1_nat_min`` and ``_max`` from
+        :func:`first_step_below`; ``score_step`` (with ``_min`` and
+        ``_max``), how far the first Adam step moved the scores; and the
+        entropy and ``|∇W_Q|`` at step 1, with that gradient over the same
+        seed's 1/√d_k arm's (``init_grad_ratio``, with ``_min`` and ``_max``;
+        NaN where the setting has no such arm). ``prediction[method][setting][scale]``
+        holds :func:`predicted_grad_ratio` per width for every
+        :data:`GRAD_METHODS`, and ``prediction["band"][setting][scale]``
+        :func:`predicted_grad_ratio_band`'s two quantiles per width, shape
+        (2, widths), for the settings with a 1/√d_k arm; ``n_runs`` counts
+        the runs; ``seconds`` is the wall time of the training.
     """
-    settings = DEFAULT_SETTINGS if settings is None else settings
+    if settings is None:
+        settings = DEFAULT_SETTINGS
+        only = CONTROL_SCALES if only is None else only
+    only = {} if only is None else only
+    arm_scales = {name: tuple(only.get(name, scales)) for name in settings}
     start = time.perf_counter()
-    models = [(seed, setting) for setting in settings.values() for seed in seeds]
     by_arm = {}
+    n_runs = 0
     for scale in scales:
+        names = [name for name in settings if scale in arm_scales[name]]
+        models = [(seed, settings[name]) for name in names for seed in seeds]
+        if not models:
+            continue
         for d_k in widths:
             histories = _train_side_by_side(d_k, scale, models, steps)
-            by_arm[scale, d_k] = {
-                name: histories[i * len(seeds) : (i + 1) * len(seeds)]
-                for i, name in enumerate(settings)
-            }
+            n_runs += len(models)
+            for i, name in enumerate(names):
+                by_arm[name, scale, d_k] = histories[
+                    i * len(seeds) : (i + 1) * len(seeds)
+                ]
     seconds = time.perf_counter() - start
-    runs = {}
-    for name in settings:
-        runs[name] = {}
-        for scale in scales:
-            runs[name][scale] = {}
-            for d_k in widths:
-                histories = by_arm[scale, d_k][name]
-                runs[name][scale][d_k] = {
-                    field: np.array([getattr(h, field) for h in histories])
+    runs = {
+        name: {
+            scale: {
+                d_k: {
+                    field: np.array(
+                        [getattr(h, field) for h in by_arm[name, scale, d_k]]
+                    )
                     for field in History._fields
                 }
-    tail = max(1, steps // 10)
-    summary = []
-    for name, by_scale in runs.items():
-        for scale, by_width in by_scale.items():
-            for d_k, arrays in by_width.items():
-                final_loss = arrays["loss"][:, -tail:].mean(axis=1)
-                final_acc = arrays["accuracy"][:, -tail:].mean(axis=1)
-                summary.append(
-                    {
-                        "setting": name,
-                        "scale": scale,
-                        "d_k": d_k,
-                        "loss": float(final_loss.mean()),
-                        "loss_min": float(final_loss.min()),
-                        "loss_max": float(final_loss.max()),
-                        "accuracy": float(final_acc.mean()),
-                        "accuracy_min": float(final_acc.min()),
-                        "accuracy_max": float(final_acc.max()),
-                        "init_grad_norm_q": float(arrays["grad_norm_q"][:, 0].mean()),
-                        "init_grad_ratio": _init_grad_ratio(by_scale, d_k, arrays),
-                        "init_entropy": float(arrays["entropy"][:, 0].mean()),
-                    }
-                )
+                for d_k in widths
+            }
+            for scale in arm_scales[name]
+        }
+        for name in settings
+    }
+    summary = [
+        _summary_row(name, scale, d_k, by_scale, steps)
+        for name, by_scale in runs.items()
+        for scale in by_scale
+        for d_k in widths
+    ]
+    predicted = [name for name in settings if "sqrt" in arm_scales[name]]
     prediction = {
-        rows: {
+        method: {
             name: {
                 scale: np.array(
-                    [predicted_grad_ratio(d, scale, setting, rows=rows) for d in widths]
+                    [
+                        predicted_grad_ratio(d, scale, settings[name], method=method)
+                        for d in widths
+                    ]
                 )
-                for scale in scales
+                for scale in arm_scales[name]
             }
-            for name, setting in settings.items()
+            for name in predicted
         }
-        for rows in ("random", "page")
+        for method in GRAD_METHODS
+    }
+    prediction["band"] = {
+        name: {
+            scale: np.array(
+                [predicted_grad_ratio_band(d, scale, settings[name]) for d in widths]
+            ).T
+            for scale in arm_scales[name]
+        }
+        for name in predicted
     }
     return {
         "runs": runs,
@@ -525,24 +839,143 @@ def run_experiment(
         "scales": tuple(scales),
         "seeds": tuple(seeds),
         "steps": steps,
-        "n_runs": len(models) * len(scales) * len(widths),
+        "n_runs": n_runs,
         "settings": dict(settings),
         "seconds": seconds,
     }
 
 
-def _init_grad_ratio(runs_of_setting, d_k, arrays):
-    """Mean over seeds of |∇W_Q| at step 1 over the same seed's 1/√d_k arm's."""
+def _summary_row(name, scale, d_k, by_scale, steps):
+    arrays = by_scale[scale][d_k]
+    tail = max(1, steps // 10)
+    row = {"setting": name, "scale": scale, "d_k": d_k}
+    for field in ("loss", "accuracy", "entropy", "match_weight"):
+        final = arrays[field][:, -tail:].mean(axis=1)
+        row[field] = float(final.mean())
+        row[f"{field}_min"] = float(final.min())
+        row[f"{field}_max"] = float(final.max())
+    reached = first_step_below(arrays["loss"], ONE_NAT)
+    row["steps_to_1_nat_min"] = float(reached.min())
+    row["steps_to_1_nat_max"] = float(reached.max())
+    first_step = arrays["score_step"][:, 0]
+    row["score_step"] = float(first_step.mean())
+    row["score_step_min"] = float(first_step.min())
+    row["score_step_max"] = float(first_step.max())
+    row["init_grad_norm_q"] = float(arrays["grad_norm_q"][:, 0].mean())
+    row["init_entropy"] = float(arrays["entropy"][:, 0].mean())
+    ratio = _init_grad_ratios(by_scale, d_k, arrays)
+    row["init_grad_ratio"] = float(ratio.mean())
+    row["init_grad_ratio_min"] = float(ratio.min())
+    row["init_grad_ratio_max"] = float(ratio.max())
+    return row
+
+
+def _init_grad_ratios(runs_of_setting, d_k, arrays):
+    """Per seed, |∇W_Q| at step 1 over the same seed's 1/√d_k arm's."""
     if "sqrt" not in runs_of_setting:
-        return float("nan")
+        return np.full(len(arrays["grad_norm_q"]), np.nan)
     reference = runs_of_setting["sqrt"][d_k]["grad_norm_q"][:, 0]
-    return float((arrays["grad_norm_q"][:, 0] / reference).mean())
+    return arrays["grad_norm_q"][:, 0] / reference
 
 
-#: The main setting, and the second settings that test its dependence on the
-#: initialisation and the learning rate.
+def arm_range(summary, setting, scale, field, widths=None):
+    """The lowest ``field_min`` and highest ``field_max`` of an arm over widths.
+
+    Examples
+    --------
+    >>> rows = [{"setting": "main", "scale": "sqrt", "d_k": d, "loss_min": lo,
+    ...          "loss_max": hi} for d, lo, hi in [(16, 0.1, 0.3), (64, 0.2, 0.5)]]
+    >>> arm_range(rows, "main", "sqrt", "loss")
+    (0.1, 0.5)
+    """
+    rows = [
+        r
+        for r in summary
+        if r["setting"] == setting
+        and r["scale"] == scale
+        and (widths is None or r["d_k"] in widths)
+    ]
+    if not rows:
+        raise ValueError(f"no rows for setting {setting!r} and scale {scale!r}")
+    return (
+        min(r[f"{field}_min"] for r in rows),
+        max(r[f"{field}_max"] for r in rows),
+    )
+
+
+def measured_grad_ratios(result, setting, scale):
+    """Per width and seed, ``|∇W_Q|`` at step 1 over the same seed's 1/√d_k arm's.
+
+    Returns
+    -------
+    numpy.ndarray, shape (widths, seeds)
+
+    Examples
+    --------
+    >>> r = run_experiment(widths=(16,), seeds=(0,), steps=1,
+    ...                    settings={"main": Setting()})
+    >>> measured_grad_ratios(r, "main", "sqrt")
+    array([[1.]])
+    """
+    runs = result["runs"][setting]
+    return np.array(
+        [
+            runs[scale][d]["grad_norm_q"][:, 0] / runs["sqrt"][d]["grad_norm_q"][:, 0]
+            for d in result["widths"]
+        ]
+    )
+
+
+def grad_ratio_checks(
+    result, settings=("main", "larger init"), scales=("none", "linear")
+):
+    """How the ``"rms"`` prediction and its band meet the measured ratios.
+
+    Returns
+    -------
+    dict
+        ``cases``, the (setting, scale, width) triples; ``inside_range``,
+        how many have :func:`predicted_grad_ratio` between their lowest and
+        highest seed; ``ratios``, how many measured ratios there are, and
+        ``outside_band``, how many of them lie outside
+        :func:`predicted_grad_ratio_band`'s quantiles.
+
+    Examples
+    --------
+    >>> r = run_experiment(widths=(16,), seeds=(0, 1), steps=1,
+    ...                    settings={"main": Setting()})
+    >>> checks = grad_ratio_checks(r, settings=("main",))
+    >>> checks["cases"], checks["ratios"]
+    (2, 4)
+    """
+    cases = inside = ratios = outside = 0
+    for name in settings:
+        for scale in scales:
+            measured = measured_grad_ratios(result, name, scale)
+            predicted = result["prediction"]["rms"][name][scale]
+            low, high = result["prediction"]["band"][name][scale]
+            for i, seeds in enumerate(measured):
+                cases += 1
+                inside += int(seeds.min() <= predicted[i] <= seeds.max())
+                ratios += seeds.size
+                outside += int(((seeds < low[i]) | (seeds > high[i])).sum())
+    return {
+        "cases": cases,
+        "inside_range": inside,
+        "ratios": ratios,
+        "outside_band": outside,
+    }
+
+
+#: The main setting; the second settings that test its dependence on the
+#: initialisation and the learning rate; and the control: ``W_Q`` and ``W_K``
+#: d_k^(-1/4) times the main ones, so that unscaled scores start exactly where
+#: the main 1/√d_k arm's start.
 DEFAULT_SETTINGS = {
     "main": Setting(),
     "larger init": Setting(gain=2.0),
     "smaller lr": Setting(lr=1e-3),
+    "matched init": Setting(qk_width_power=-0.25),
 }
+#: The control runs only the unscaled arm.
+CONTROL_SCALES = {"matched init": ("none",)}
