@@ -1,4 +1,4 @@
-"""The API page documents every sdpa_ref function that a page calls."""
+"""The API pages document every sdpa_ref function that a page calls."""
 
 import ast
 import importlib
@@ -62,7 +62,7 @@ def _calls(source):
 
 
 def _documented():
-    api = (DOCS / "api.md").read_text()
+    api = "\n".join(p.read_text() for p in sorted(DOCS.glob("api*.md")))
     names = set()
     for target in re.findall(r"\.\. auto(?:function|class)::\s+(\S+)", api):
         names.add(_canonical(_resolve(target)))

@@ -243,7 +243,7 @@ def test_landing_map_follows_the_sidebar_and_speaks_to_the_reader():
         "Changing the recipe",
         "Reference",
     ]
-    pages = re.findall(r"^\[[^\]]+\]\((\w+)\.md\)$", map_section, re.M)
+    pages = re.findall(r"^\[[^\]]+\]\(([\w-]+)\.md\)$", map_section, re.M)
     sidebar = [
         line
         for block in re.findall(r"```\{toctree\}\n(.*?)```", text, re.S)

@@ -102,6 +102,8 @@ def _page_context(app, pagename, templatename, context, doctree):
     unused = []
     if not (body and re.search(r'class="(?:[^"]*\s)?sd-', body)):
         unused += ["sphinx-design", "design-tabs"]
+    elif "sd-tab-" not in body:
+        unused += ["design-tabs"]  # the exercises' dropdowns are <details>: no script
     if not (body and WIDGET_MARK in body):
         unused += ["sdpa-widget"]
     for key in ("css_files", "script_files"):
