@@ -406,11 +406,7 @@ def _check_dropout_mask(dropout_mask, dropout_p, scores_shape):
             f"dropout_mask must be boolean (True = keep), got dtype {mask.dtype} "
             f"(shape {mask.shape})"
         )
-    try:
-        fits = np.broadcast_shapes(mask.shape, scores_shape) == scores_shape
-    except ValueError:
-        fits = False
-    if not fits:
+    if not _broadcasts_to(mask.shape, scores_shape):
         raise ValueError(
             f"dropout_mask with shape {mask.shape} does not broadcast to the "
             f"scores' shape {scores_shape} (..., n_q, n_k)"
@@ -421,6 +417,14 @@ def _check_dropout_mask(dropout_mask, dropout_p, scores_shape):
             "rest; pass the dropout_p that the mask was drawn with"
         )
     return mask
+
+
+def _broadcasts_to(shape, target):
+    """Whether an array of ``shape`` broadcasts to exactly ``target``."""
+    try:
+        return np.broadcast_shapes(shape, target) == target
+    except ValueError:
+        return False
 
 
 def _group_heads(q, k, v, shapes):
@@ -464,11 +468,7 @@ def _check_mask(mask, scores_shape):
             f"mask must be boolean (True = may attend) or floating (added to the "
             f"logits), got dtype {mask.dtype} (shape {mask.shape})"
         )
-    try:
-        fits = np.broadcast_shapes(mask.shape, scores_shape) == scores_shape
-    except ValueError:
-        fits = False
-    if not fits:
+    if not _broadcasts_to(mask.shape, scores_shape):
         raise ValueError(
             f"mask with shape {mask.shape} does not broadcast to the scores' "
             f"shape {scores_shape} (..., n_q, n_k)"
