@@ -26,7 +26,10 @@ SCALE_STYLE = {
     "linear": {"color": SERIES_COLORS[2], "linestyle": "-.", "marker": "^"},
 }
 #: How each scale is named in legends and tables.
-SCALE_LABEL = {"sqrt": "1/√d_k", "none": "unscaled", "linear": "1/d_k"}
+SCALE_LABEL = {"sqrt": r"$1/\sqrt{d_k}$", "none": "unscaled", "linear": r"$1/d_k$"}
+#: The same in the tables, as the site's headings write it (typeset math in
+#: every cell would add kilobytes of markup per row).
+SCALE_TEXT = {"sqrt": "1/√dₖ", "none": "unscaled", "linear": "1/dₖ"}
 #: The control arm: unscaled, with W_Q and W_K started d_k^(-1/4) times smaller.
 CONTROL = ("matched init", "none")
 CONTROL_STYLE = {"color": SERIES_COLORS[3], "linestyle": ":", "marker": "D"}
@@ -42,8 +45,8 @@ def _style(setting, scale):
     return CONTROL_STYLE if (setting, scale) == CONTROL else SCALE_STYLE[scale]
 
 
-def _label(setting, scale):
-    return CONTROL_LABEL if (setting, scale) == CONTROL else SCALE_LABEL[scale]
+def _label(setting, scale, names=SCALE_LABEL):
+    return CONTROL_LABEL if (setting, scale) == CONTROL else names[scale]
 
 
 def _legend_top(fig, ax, ncols=3):
@@ -204,7 +207,7 @@ def init_gradient_figure(result, settings=("main", "larger init")):
         plain_log_ticks(ax, "x")
         ax.set_xticks(widths)
         ax.set_xlabel("head width $d_k$")
-        ax.set_ylabel("|∇W_Q| / the 1/√d_k arm's")
+        ax.set_ylabel(r"$|\nabla W_Q|$ / the $1/\sqrt{d_k}$ arm's")
         ax.set_title(_setting_title(result, setting), loc="left")
         # The fixed row's prediction for the unscaled arm falls to 1e-30 and
         # below; the panel stops where the measured values could still show.
@@ -284,7 +287,7 @@ def _mean_range(mean, low, high, fmt):
 
 
 def summary_markdown(summary):
-    """Final loss and accuracy per arm: mean over seeds, and the seeds' range.
+    r"""Final loss and accuracy per arm: mean over seeds, and the seeds' range.
 
     One row per setting, scale and width, in the summary's order; the
     control arm is named as in the figures.
@@ -295,21 +298,21 @@ def summary_markdown(summary):
     ...          "loss_min": 0.1, "loss_max": 0.15, "accuracy": 0.987,
     ...          "accuracy_min": 0.98, "accuracy_max": 0.99}]
     >>> print(summary_markdown(rows))
-    | setting | arm | d_k | loss, nats: mean (range) | accuracy, %: mean (range) |
+    | setting | arm | dₖ | loss, nats: mean (range) | accuracy, %: mean (range) |
     | :-- | :-- | --: | --: | --: |
-    | main | 1/√d_k | 16 | 0.123 (0.100–0.150) | 98.7 (98.0–99.0) |
+    | main | 1/√dₖ | 16 | 0.123 (0.100–0.150) | 98.7 (98.0–99.0) |
     """
     header = [
         "setting",
         "arm",
-        "d_k",
+        "dₖ",
         "loss, nats: mean (range)",
         "accuracy, %: mean (range)",
     ]
     body = []
     for r in summary:
         name = r["setting"]
-        label = SCALE_LABEL[r["scale"]]
+        label = SCALE_TEXT[r["scale"]]
         if (name, r["scale"]) == CONTROL:
             name, label = "main", CONTROL_LABEL
         loss = _mean_range(r["loss"], r["loss_min"], r["loss_max"], "{:.3f}")
@@ -334,14 +337,14 @@ def grad_ratio_markdown(
     >>> small = training.run_experiment(widths=(16,), seeds=(0,), steps=1,
     ...     settings={"main": training.Setting()})
     >>> print(grad_ratio_markdown(small, settings=("main",), scales=("none",)))
-    | setting | arm | d_k | measured (seeds) | RMS ‖J‖_F | RMS ‖J‖₂ | mean ‖J‖₂ |
+    | setting | arm | dₖ | measured (seeds) | RMS ‖J‖_F | RMS ‖J‖₂ | mean ‖J‖₂ |
     | :-- | :-- | --: | --: | --: | --: | --: |
     | main | unscaled | 16 | 2.80 (2.80–2.80) | 2.85 | 3.30 | 2.51 |
     """
     header = [
         "setting",
         "arm",
-        "d_k",
+        "dₖ",
         "measured (seeds)",
         "RMS ‖J‖_F",
         "RMS ‖J‖₂",
@@ -362,7 +365,7 @@ def grad_ratio_markdown(
                 body.append(
                     [
                         name,
-                        SCALE_LABEL[scale],
+                        SCALE_TEXT[scale],
                         str(d_k),
                         _mean_range(m.mean(), m.min(), m.max(), fmt),
                         *cells,
@@ -372,7 +375,7 @@ def grad_ratio_markdown(
 
 
 def score_step_markdown(summary, setting="main"):
-    """How far the first Adam step moved the scores: mean (range) over seeds.
+    r"""How far the first Adam step moved the scores: mean (range) over seeds.
 
     One row per arm of ``setting`` (and the control arm, for the main
     setting), one column per width.
@@ -382,9 +385,9 @@ def score_step_markdown(summary, setting="main"):
     >>> rows = [{"setting": "main", "scale": "sqrt", "d_k": 16,
     ...          "score_step": 0.4, "score_step_min": 0.38, "score_step_max": 0.41}]
     >>> print(score_step_markdown(rows))
-    | arm | d_k = 16 |
+    | arm | dₖ = 16 |
     | :-- | --: |
-    | 1/√d_k | 0.40 (0.38–0.41) |
+    | 1/√dₖ | 0.40 (0.38–0.41) |
     """
     widths = list(dict.fromkeys(r["d_k"] for r in summary))
     cells = {}
@@ -395,7 +398,7 @@ def score_step_markdown(summary, setting="main"):
         cell = _mean_range(
             r["score_step"], r["score_step_min"], r["score_step_max"], "{:.2f}"
         )
-        cells.setdefault(_label(*key), {})[r["d_k"]] = cell
-    header = ["arm", *(f"d_k = {d}" for d in widths)]
+        cells.setdefault(_label(*key, names=SCALE_TEXT), {})[r["d_k"]] = cell
+    header = ["arm", *(f"dₖ = {d}" for d in widths)]
     body = [[label, *(row.get(d, "") for d in widths)] for label, row in cells.items()]
     return markdown_table(header, body, align=[":--", *["--:"] * len(widths)])

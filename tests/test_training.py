@@ -289,7 +289,7 @@ def test_gradient_and_score_step_tables(small_result):
     assert f"{rms:.2f}" in text.splitlines()[2]
     steps = figs.score_step_markdown(small_result["summary"])
     assert len(steps.splitlines()) == 2 + len(training.SCALES)
-    assert "d_k = 16" in steps.splitlines()[0]
+    assert "dₖ = 16" in steps.splitlines()[0]
 
 
 # --- Baselines -------------------------------------------------------------
