@@ -3,81 +3,57 @@
 Every number on the site is computed here. The package depends on NumPy only,
 and is meant to be read: each function is short, checks its input, and has a
 worked number in its docstring.
+
+The top level is the oracle that kernel developers test against (attention,
+dense and tiled, forward and backward, over padded or packed batches and
+over a paged KV cache, with :mod:`sdpa_ref.testing` and FlexAttention's
+mask and score mods in :mod:`sdpa_ref.mods`) and the core of the text: the softmax, the
+causal mask, the worked example, the random model that gives the 1/√d_k and
+the spread of the weights that it protects. The site's other computations
+live in their subject modules, imported as modules: ``sdpa_ref.cost``,
+``sdpa_ref.flash``, ``sdpa_ref.flex``, ``sdpa_ref.masks``, ``sdpa_ref.precision``,
+``sdpa_ref.similarity``, ``sdpa_ref.steps``, ``sdpa_ref.training`` and
+``sdpa_ref.variants``.
 """
 
-from . import example, flash, masks, mods, precision, testing, training, variants
+# The subject modules are imported so that ``sdpa_ref.cost.cost_table`` works
+# after ``import sdpa_ref``; they stay out of __all__.
+from . import (  # noqa: F401
+    cost,
+    example,
+    flash,
+    flex,
+    kvcache,
+    masks,
+    mods,
+    precision,
+    random_model,
+    similarity,
+    spread,
+    steps,
+    testing,
+    training,
+    variants,
+    varlen,
+)
 from .backward import Gradients, attention_backward, tiled_attention_backward
-from .core import attention, causal_mask, naive_softmax, softmax, tiled_attention
-from .cost import attention_macs, cost_table, kv_cache_bytes, score_bytes
-from .random_model import (
-    BROKEN_MODELS,
-    SEED,
-    SIMULATED_WIDTHS,
-    dot_product_mean,
-    dot_product_std,
-    measured_score_std,
-    model_sweep,
-    sample_dot_products,
-    score_std,
-    standard_score_row,
-)
-from .similarity import cosine_similarity, score_from_angle, similarity_parts
-from .spread import (
-    entropy,
-    max_entropy,
-    saturation,
-    shifted_weights,
-    softmax_jacobian,
-    softmax_jacobian_norm,
-    temperature_sweep,
-    weight_ratio,
-)
-from .steps import attention_steps, overflow_threshold
+from .core import attention, causal_mask, softmax, tiled_attention
+from .kvcache import attention_with_kvcache
 
 __all__ = [
-    "BROKEN_MODELS",
-    "SEED",
-    "SIMULATED_WIDTHS",
     "Gradients",
     "attention",
     "attention_backward",
-    "attention_macs",
-    "attention_steps",
+    "attention_with_kvcache",
     "causal_mask",
-    "cosine_similarity",
-    "cost_table",
-    "dot_product_mean",
-    "dot_product_std",
-    "entropy",
     "example",
-    "flash",
-    "kv_cache_bytes",
-    "masks",
-    "max_entropy",
-    "measured_score_std",
-    "model_sweep",
     "mods",
-    "naive_softmax",
-    "overflow_threshold",
-    "precision",
-    "sample_dot_products",
-    "saturation",
-    "score_bytes",
-    "score_from_angle",
-    "score_std",
-    "shifted_weights",
-    "similarity_parts",
+    "random_model",
     "softmax",
-    "softmax_jacobian",
-    "softmax_jacobian_norm",
-    "standard_score_row",
-    "temperature_sweep",
+    "spread",
     "testing",
     "tiled_attention",
     "tiled_attention_backward",
-    "training",
-    "variants",
-    "weight_ratio",
 ]
 
 __version__ = "0.1.0"

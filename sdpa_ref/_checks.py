@@ -9,23 +9,29 @@ traceback from deep inside NumPy.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
+
+from ._arrays import as_array
 
 EMPTY_ROW_POLICIES = ("raise", "zero", "nan")
 
 
-def real_array(x, name: str, *, min_ndim: int = 0, dtype=None) -> np.ndarray:
+def real_array(
+    x: object, name: str, *, min_ndim: int = 0, dtype: npt.DTypeLike | None = None
+) -> npt.NDArray[Any]:
     """Return ``x`` as a real floating array, or raise naming ``name``.
 
-    Integers become float64; floating inputs keep their precision unless
+    ``x`` may be anything :func:`sdpa_ref._arrays.as_array` takes: a NumPy
+    array, a torch tensor, a list. Integers become float64; floating inputs
+    keep their precision (bfloat16 becomes float32, exactly) unless
     ``dtype`` is given. Booleans, complex numbers, strings and objects are
     rejected: none of them is a score.
     """
-    try:
-        arr = np.asarray(x)
-    except (ValueError, TypeError) as exc:  # ragged nested lists, mostly
-        raise TypeError(f"{name} must be a real numeric array; {exc}") from None
+    arr = as_array(x, name)
     kind = arr.dtype.kind
     if kind == "c":
         raise TypeError(
@@ -49,12 +55,12 @@ def real_array(x, name: str, *, min_ndim: int = 0, dtype=None) -> np.ndarray:
     return arr
 
 
-def first_index(flags: np.ndarray) -> tuple[int, ...]:
+def first_index(flags: npt.NDArray[Any]) -> tuple[int, ...]:
     """Index of the first True entry of ``flags``, as a tuple of ints."""
     return tuple(int(i) for i in np.argwhere(flags)[0])
 
 
-def require_finite(arr: np.ndarray, name: str) -> None:
+def require_finite(arr: npt.NDArray[Any], name: str) -> None:
     """Reject NaN or infinity in ``arr``, naming where the first one is."""
     bad = ~np.isfinite(arr)
     if bad.any():
@@ -65,7 +71,7 @@ def require_finite(arr: np.ndarray, name: str) -> None:
         )
 
 
-def positive_int(value, name: str) -> int:
+def positive_int(value: object, name: str) -> int:
     """Return ``value`` as an int that is at least 1, or raise."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(
@@ -76,7 +82,7 @@ def positive_int(value, name: str) -> int:
     return int(value)
 
 
-def nonnegative_int(value, name: str) -> int:
+def nonnegative_int(value: object, name: str) -> int:
     """Return ``value`` as an int that is at least 0, or raise."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(
@@ -87,7 +93,7 @@ def nonnegative_int(value, name: str) -> int:
     return int(value)
 
 
-def positive_scale(scale) -> float:
+def positive_scale(scale: object) -> float:
     """Return a user's ``scale`` as a positive finite float, or raise."""
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
         raise TypeError(
@@ -100,7 +106,7 @@ def positive_scale(scale) -> float:
     return value
 
 
-def empty_row_policy(policy) -> str:
+def empty_row_policy(policy: object) -> Any:
     """Return ``policy`` if it is one of :data:`EMPTY_ROW_POLICIES`."""
     if policy not in EMPTY_ROW_POLICIES:
         raise ValueError(
@@ -112,14 +118,14 @@ def empty_row_policy(policy) -> str:
 ALIGNMENTS = ("top_left", "bottom_right")
 
 
-def alignment(align) -> str:
+def alignment(align: object) -> Any:
     """Return ``align`` if it is one of :data:`ALIGNMENTS`."""
     if not isinstance(align, str) or align not in ALIGNMENTS:
         raise ValueError(f"align must be one of {ALIGNMENTS}, got {align!r}")
     return align
 
 
-def _bound(value, name):
+def _bound(value: object, name: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
@@ -135,11 +141,11 @@ def _bound(value, name):
     return int(value)
 
 
-def window_bounds(window) -> tuple[int | None, int | None]:
+def window_bounds(window: object) -> tuple[int | None, int | None]:
     """Return ``window`` as ``(left, right)``, each an int >= 0 or None."""
     if window is None:
         return None, None
-    if isinstance(window, (str, bytes)) or not hasattr(window, "__len__"):
+    if isinstance(window, str | bytes) or not isinstance(window, Sequence | np.ndarray):
         raise TypeError(f"window must be a pair (left, right), got {window!r}")
     if len(window) != 2:
         raise ValueError(
@@ -150,7 +156,7 @@ def window_bounds(window) -> tuple[int | None, int | None]:
     )
 
 
-def softcap_value(softcap) -> float | None:
+def softcap_value(softcap: object) -> float | None:
     """Return ``softcap`` as a positive finite float, or None."""
     if softcap is None:
         return None
@@ -168,7 +174,7 @@ def softcap_value(softcap) -> float | None:
     return value
 
 
-def dropout_probability(p) -> float:
+def dropout_probability(p: object) -> float:
     """Return ``p`` as a float in [0, 1), or raise."""
     if isinstance(p, bool) or not isinstance(p, numbers.Real):
         raise TypeError(
@@ -180,11 +186,13 @@ def dropout_probability(p) -> float:
     return value
 
 
-def lengths_array(lengths, name, n, batch, shapes):
+def lengths_array(
+    lengths: object, name: str, n: int, batch: tuple[int, ...], shapes: str
+) -> npt.NDArray[np.int64] | None:
     """Return per-sequence lengths as an int64 array of shape (B,), or None."""
     if lengths is None:
         return None
-    arr = np.asarray(lengths)
+    arr = as_array(lengths, name)
     if arr.dtype.kind not in "iu":
         raise TypeError(
             f"{name} must be an integer array of shape (B,), got dtype {arr.dtype} "
@@ -207,7 +215,9 @@ def lengths_array(lengths, name, n, batch, shapes):
     return arr.astype(np.int64)
 
 
-def sink_array(sink_logits, batch, shapes):
+def sink_array(
+    sink_logits: object, batch: tuple[int, ...], shapes: str
+) -> npt.NDArray[np.float64] | None:
     """Return the per-head sink logits as float64 of shape (H, 1, 1), or None."""
     if sink_logits is None:
         return None
@@ -228,3 +238,41 @@ def sink_array(sink_logits, batch, shapes):
             f"out with a very negative logit rather than -inf"
         )
     return arr.reshape(-1, 1, 1)
+
+
+def leftpad_array(
+    key_leftpad: object,
+    k_end: int | npt.NDArray[Any],
+    batch: tuple[int, ...],
+    shapes: str,
+) -> npt.NDArray[np.int64] | None:
+    """Return ``key_leftpad`` as int64 of shape (B,), each at most its keys' end.
+
+    Sequence ``b``'s keys run from ``key_leftpad[b]`` to ``k_end`` (its
+    ``k_lengths``, ``seqused_k`` or cache length), so the one may not pass
+    the other.
+    """
+    if key_leftpad is None:
+        return None
+    arr = as_array(key_leftpad, "key_leftpad")
+    if arr.dtype.kind not in "iu":
+        raise TypeError(
+            f"key_leftpad must be an integer array of shape (B,), got dtype "
+            f"{arr.dtype} (shape {arr.shape})"
+        )
+    if len(batch) != 2 or arr.shape != (batch[0],):
+        raise ValueError(
+            f"key_leftpad must have shape (B,), one per batch entry of 4-D inputs "
+            f"(B, H, n, d), got shape {arr.shape} ({shapes})"
+        )
+    arr = arr.astype(np.int64)
+    end = np.broadcast_to(np.asarray(k_end), arr.shape)
+    bad = (arr < 0) | (arr > end)
+    if bad.any():
+        where = first_index(bad)[0]
+        raise ValueError(
+            f"key_leftpad[{where}] = {int(arr[where])} must lie in "
+            f"0..{int(end[where])}, the end of that sequence's keys: they run from "
+            f"key_leftpad to k_lengths (seqused_k, cache_seqlens) ({shapes})"
+        )
+    return arr

@@ -9,7 +9,7 @@ For ``S`` the final logits, ``P = exp(S - lse)`` the weights, ``Z = P ∘ M /
     dS = P ∘ (dP - D)
     dQ = scale · dS' K,   dK = scale · dS'ᵀ Q
 
-where ``dS'`` is ``dS`` carried back through the soft-cap. Dao (2023),
+where ``dS'`` is ``dS`` carried back through the soft-cap. Dao (2024),
 FlashAttention-2, Algorithm 2: ``D`` and ``lse`` are all that the backward
 needs from the forward besides ``O``, so ``P`` can be recomputed one key
 block at a time. A sink is a key with logit ``s_h`` and no value, so its
@@ -22,46 +22,97 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import first_index, positive_int, real_array
-from .core import _dense_forward, _empty_row_error, _prepare, _Problem
-from .mods import softcap_score_grad
+from ._arrays import ArrayInput, FloatArray
+from ._checks import first_index, positive_int
+from ._options import Align, EmptyRows, Layout, Options, Window, check_keywords
+from .core import Block, Problem, dense_forward, prepare
+from .core import _empty_row_error as empty_row_error
+from .mods import MaskMod, ScoreMod, score_mod_derivative
 
-__all__ = ["Gradients", "attention_backward", "tiled_attention_backward"]
+__all__ = [
+    "Gradients",
+    "attention_backward",
+    "gradients",
+    "tiled_attention_backward",
+    "unbroadcast",
+    "ungroup",
+]
 
 
 class Gradients(NamedTuple):
     """Gradients of a scalar loss with respect to attention's inputs.
 
-    ``dq``, ``dk`` and ``dv`` have the shapes of q, k and v (with grouped
-    heads, summed over each group). ``dmask`` is the gradient with respect to
-    a float ``mask``, reduced to its shape, else None; ``dsink_logits`` has
-    shape (H,) when ``sink_logits`` were given, else None.
+    ``dq``, ``dk`` and ``dv`` have the shapes of q, k and v, in the layout
+    they were given (with grouped heads, summed over each group). ``dmask``
+    is the gradient with respect to a float ``mask``, reduced to its shape,
+    else None; ``dsink_logits`` has shape (H,) when ``sink_logits`` were
+    given, else None. ``dscore_mod`` holds the gradients with respect to the
+    score_mod's own parameters, by name (``"slopes"`` for
+    :func:`sdpa_ref.mods.alibi`, ``"table"`` for
+    :func:`sdpa_ref.mods.relative_position_bias`), when it has any.
     """
 
-    dq: np.ndarray
-    dk: np.ndarray
-    dv: np.ndarray
-    dmask: np.ndarray | None = None
-    dsink_logits: np.ndarray | None = None
+    dq: FloatArray
+    dk: FloatArray
+    dv: FloatArray
+    dmask: FloatArray | None = None
+    dsink_logits: FloatArray | None = None
+    dscore_mod: dict[str, FloatArray] | None = None
 
 
-def attention_backward(q, k, v, grad_out, **options):
+@check_keywords
+def attention_backward(
+    q: ArrayInput,
+    k: ArrayInput,
+    v: ArrayInput,
+    grad_out: ArrayInput,
+    *,
+    out: ArrayInput | None = None,
+    lse: ArrayInput | None = None,
+    mask: ArrayInput | None = None,
+    mask_mod: MaskMod | None = None,
+    score_mod: ScoreMod | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    empty_rows: EmptyRows = "raise",
+    check_finite: bool = True,
+    align: Align = "top_left",
+    window: Window | None = None,
+    sink_tokens: int = 0,
+    chunk: int | None = None,
+    softcap: float | None = None,
+    sink_logits: ArrayInput | None = None,
+    q_lengths: ArrayInput | None = None,
+    k_lengths: ArrayInput | None = None,
+    key_leftpad: ArrayInput | None = None,
+    cu_seqlens_q: ArrayInput | None = None,
+    cu_seqlens_k: ArrayInput | None = None,
+    seqused_k: ArrayInput | None = None,
+    dropout_mask: ArrayInput | None = None,
+    dropout_p: float = 0.0,
+    layout: Layout = "bhsd",
+) -> Gradients:
     """Gradients of attention for an upstream gradient ``grad_out``.
 
-    Runs the dense forward, then the backward over all keys at once.
+    Runs the dense forward, unless its output and log-sum-exp are given,
+    then the backward over all keys at once. The options ``mask`` to
+    ``layout`` mean what they mean for :func:`sdpa_ref.attention`, and must
+    be the forward's; ``empty_rows="nan"`` is refused, since a NaN output
+    has no gradient.
 
     Parameters
     ----------
     q, k, v : array_like
         As for :func:`sdpa_ref.attention`.
     grad_out : array_like, shape (..., n_q, d_v)
-        The gradient of the loss with respect to attention's output.
-    **options
-        Every option of :func:`sdpa_ref.attention` (``mask``, ``is_causal``,
-        ``scale``, ``align``, ``window``, ``sink_tokens``, ``chunk``,
-        ``softcap``, ``sink_logits``, ``q_lengths``, ``k_lengths``,
-        ``dropout_mask``, ``dropout_p``, ``empty_rows``, ``check_finite``).
-        ``empty_rows="nan"`` is refused: a NaN output has no gradient.
+        The gradient of the loss with respect to attention's output, in
+        ``layout``.
+    out : array_like, shape (..., n_q, d_v), optional
+        The forward's output, from ``attention(..., return_lse=True)``, in
+        ``layout``. With ``lse``, the forward is not computed again.
+    lse : array_like, shape (..., H, n_q), optional
+        The forward's log-sum-exp (natural log), in either layout. Comes
+        with ``out``.
 
     Returns
     -------
@@ -80,38 +131,111 @@ def attention_backward(q, k, v, grad_out, **options):
            [1., 1.]])
     >>> float(np.abs(g.dq).max())
     0.0
+
+    A forward already computed is reused:
+
+    >>> out, lse = attention(q, k, v, return_lse=True)
+    >>> again = attention_backward(q, k, v, np.ones((2, 2)), out=out, lse=lse)
+    >>> bool(np.array_equal(again.dv, g.dv))
+    True
     """
-    p = _prepare(q, k, v, **options)
+    options = Options(
+        mask=mask,
+        mask_mod=mask_mod,
+        score_mod=score_mod,
+        is_causal=is_causal,
+        scale=scale,
+        empty_rows=empty_rows,
+        check_finite=check_finite,
+        align=align,
+        window=window,
+        sink_tokens=sink_tokens,
+        chunk=chunk,
+        softcap=softcap,
+        sink_logits=sink_logits,
+        q_lengths=q_lengths,
+        k_lengths=k_lengths,
+        key_leftpad=key_leftpad,
+        cu_seqlens_q=cu_seqlens_q,
+        cu_seqlens_k=cu_seqlens_k,
+        seqused_k=seqused_k,
+        dropout_mask=dropout_mask,
+        dropout_p=dropout_p,
+        layout=layout,
+    )
+    p = prepare(q, k, v, options)
     _refuse_nan_rows(p)
-    d_out = _grad_like(grad_out, "grad_out", p.out_shape)
-    out, _, lse = _dense_forward(p, want_weights=False)
-    return _backward(p, out, d_out, lse, p.n_k)
+    d_out = p.from_caller(grad_out, "grad_out")
+    if (out is None) != (lse is None):
+        given, missing = ("out", "lse") if lse is None else ("lse", "out")
+        raise ValueError(
+            f"{given} was given without {missing}: the backward needs both of the "
+            f"forward's results, attention(..., return_lse=True), or neither"
+        )
+    if out is None or lse is None:
+        out64, _, lse64 = dense_forward(p, want_weights=False)
+    else:
+        out64 = p.from_caller(out, "out")
+        lse64 = _saved_lse(p, lse)
+    return gradients(p, out64, d_out, lse64, p.n_k)
 
 
-def tiled_attention_backward(  # noqa: PLR0917 (the forward's saved tensors)
-    q, k, v, out, grad_out, lse, *, block_size=128, **options
-):
+@check_keywords
+def tiled_attention_backward(  # noqa: PLR0917 (the forward's saved arrays)
+    q: ArrayInput,
+    k: ArrayInput,
+    v: ArrayInput,
+    out: ArrayInput,
+    grad_out: ArrayInput,
+    lse: ArrayInput,
+    *,
+    block_size: int = 128,
+    mask: ArrayInput | None = None,
+    mask_mod: MaskMod | None = None,
+    score_mod: ScoreMod | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    empty_rows: EmptyRows = "raise",
+    check_finite: bool = True,
+    align: Align = "top_left",
+    window: Window | None = None,
+    sink_tokens: int = 0,
+    chunk: int | None = None,
+    softcap: float | None = None,
+    sink_logits: ArrayInput | None = None,
+    q_lengths: ArrayInput | None = None,
+    k_lengths: ArrayInput | None = None,
+    key_leftpad: ArrayInput | None = None,
+    cu_seqlens_q: ArrayInput | None = None,
+    cu_seqlens_k: ArrayInput | None = None,
+    seqused_k: ArrayInput | None = None,
+    dropout_mask: ArrayInput | None = None,
+    dropout_p: float = 0.0,
+    layout: Layout = "bhsd",
+) -> Gradients:
     """FlashAttention-2's backward: recompute ``P`` block by block from ``lse``.
 
     Never holds an ``n_q x n_k`` array: for each block of ``block_size``
     keys it recomputes that block's logits, ``P = exp(S - lse)``, and adds
     the block's share to ``dq`` while writing the block's ``dk`` and ``dv``.
-    The results equal :func:`attention_backward` to about 1e-12.
+    The results equal :func:`attention_backward` to about 1e-12. The
+    options ``mask`` to ``layout`` are the forward's, as for
+    :func:`attention_backward`.
 
     Parameters
     ----------
     q, k, v : array_like
         As for :func:`sdpa_ref.attention`.
     out : array_like, shape (..., n_q, d_v)
-        The forward output, from ``tiled_attention(..., return_lse=True)``.
+        The forward output, from ``tiled_attention(..., return_lse=True)``,
+        in ``layout``.
     grad_out : array_like, shape (..., n_q, d_v)
-        The gradient of the loss with respect to ``out``.
-    lse : array_like, shape (..., n_q)
-        The forward's log-sum-exp, ``-inf`` for an empty or padded row.
+        The gradient of the loss with respect to ``out``, in ``layout``.
+    lse : array_like, shape (..., H, n_q)
+        The forward's log-sum-exp, ``-inf`` for an empty or padded row, in
+        either layout.
     block_size : int
         Keys per block, at least 1.
-    **options
-        As for :func:`attention_backward`; the same as the forward's.
 
     Returns
     -------
@@ -128,32 +252,55 @@ def tiled_attention_backward(  # noqa: PLR0917 (the forward's saved tensors)
     >>> bool(np.abs(tiled.dq - dense.dq).max() < 1e-12)
     True
     """
-    p = _prepare(q, k, v, **options)
+    options = Options(
+        mask=mask,
+        mask_mod=mask_mod,
+        score_mod=score_mod,
+        is_causal=is_causal,
+        scale=scale,
+        empty_rows=empty_rows,
+        check_finite=check_finite,
+        align=align,
+        window=window,
+        sink_tokens=sink_tokens,
+        chunk=chunk,
+        softcap=softcap,
+        sink_logits=sink_logits,
+        q_lengths=q_lengths,
+        k_lengths=k_lengths,
+        key_leftpad=key_leftpad,
+        cu_seqlens_q=cu_seqlens_q,
+        cu_seqlens_k=cu_seqlens_k,
+        seqused_k=seqused_k,
+        dropout_mask=dropout_mask,
+        dropout_p=dropout_p,
+        layout=layout,
+    )
+    p = prepare(q, k, v, options)
     _refuse_nan_rows(p)
     block_size = positive_int(block_size, "block_size")
-    out = _grad_like(out, "out", p.out_shape)
-    d_out = _grad_like(grad_out, "grad_out", p.out_shape)
-    lse = real_array(lse, "lse", dtype=np.float64)
-    expected = (*p.batch, p.n_q)
-    if lse.shape != expected:
-        raise ValueError(
-            f"lse must have the shape (..., n_q) = {expected} of the forward's "
-            f"rows, got {lse.shape}"
-        )
-    bad = np.isnan(lse) | np.isposinf(lse)
+    out64 = p.from_caller(out, "out")
+    d_out = p.from_caller(grad_out, "grad_out")
+    return gradients(p, out64, d_out, _saved_lse(p, lse), block_size)
+
+
+def _saved_lse(p: Problem, lse: ArrayInput) -> FloatArray:
+    """The forward's log-sum-exp, checked against the rows of ``p``."""
+    arr = p.lse_from_caller(lse)
+    bad = np.isnan(arr) | np.isposinf(arr)
     if bad.any():
         raise ValueError(
             f"lse holds NaN or +inf at index {first_index(bad)}; pass the "
-            f"log-sum-exp that tiled_attention(..., return_lse=True) gives"
+            f"log-sum-exp that attention(..., return_lse=True) gives"
         )
     if p.sink is None and p.empty_rows == "raise":
-        empty = np.isneginf(lse) & ~p.padded_rows()
+        empty = np.isneginf(arr) & ~p.padded_rows()
         if empty.any():
-            raise _empty_row_error(empty)
-    return _backward(p, out, d_out, lse, block_size)
+            raise empty_row_error(empty)
+    return arr
 
 
-def _refuse_nan_rows(p: _Problem) -> None:
+def _refuse_nan_rows(p: Problem) -> None:
     if p.empty_rows == "nan":
         raise ValueError(
             "empty_rows='nan' has no gradient (its rows are NaN); pass "
@@ -161,18 +308,15 @@ def _refuse_nan_rows(p: _Problem) -> None:
         )
 
 
-def _grad_like(x, name, shape):
-    arr = real_array(x, name, dtype=np.float64)
-    if arr.shape != shape:
-        raise ValueError(
-            f"{name} must have the output's shape (..., n_q, d_v) = {shape}, "
-            f"got {arr.shape}"
-        )
-    return arr
+def gradients(
+    p: Problem, out: FloatArray, d_out: FloatArray, lse: FloatArray, block_size: int
+) -> Gradients:
+    """dq, dk, dv (and dmask, dsink, dscore_mod) over key blocks of ``block_size``.
 
-
-def _backward(p: _Problem, out, d_out, lse, block_size):
-    """dq, dk, dv (and dmask, dsink) over key blocks of ``block_size``."""
+    ``out`` and ``d_out`` in :class:`sdpa_ref.core.Problem`'s (..., heads,
+    seqlen, dim) order; the gradients come back in the caller's layout (and
+    packing).
+    """
     batch, n_q = p.batch, p.n_q
     q_scaled = p.q * p.scale
     k_t = np.swapaxes(p.k, -1, -2)
@@ -182,29 +326,35 @@ def _backward(p: _Problem, out, d_out, lse, block_size):
     no_row = np.isneginf(row_lse)  # empty or padded: P = 0 in every block
     shift = np.where(no_row, 0.0, row_lse)
     dq = np.zeros((*batch, n_q, p.q.shape[-1]))
-    dk = np.empty((*batch, p.n_k, p.q.shape[-1]))
-    dv = np.empty((*batch, p.n_k, p.v.shape[-1]))
+    dk = np.zeros((*batch, p.n_k, p.q.shape[-1]))
+    dv = np.zeros((*batch, p.n_k, p.v.shape[-1]))
     dbias = None if p.bias is None else np.zeros(p.bias.shape)
+    dparams: dict[str, FloatArray] = {}
     for start in range(0, p.n_k, block_size):
         stop = min(start + block_size, p.n_k)
-        probs, capped = p.logits(
-            q_scaled, k_t, start, stop, keep_capped=p.softcap is not None
-        )
-        probs -= shift
+        block = p.block(start, stop)
+        if block is None:  # no query sees these keys: their gradients stay 0
+            continue
+        rows = block.rows
+        probs, inputs = p.logits(q_scaled, k_t, block, keep_inputs=bool(p.score_mods))
+        probs -= shift[..., rows, :]
         np.exp(probs, out=probs)
+        d_out_rows = d_out[..., rows, :]
         dv[..., start:stop, :] = np.matmul(
-            np.swapaxes(p.drop(probs, start, stop), -1, -2), d_out
+            np.swapaxes(p.drop(probs, block), -1, -2), d_out_rows
         )
-        dscores = np.matmul(d_out, np.swapaxes(p.v[..., start:stop, :], -1, -2))
-        dscores = p.drop(dscores, start, stop)
-        dscores -= delta
+        dscores = np.matmul(d_out_rows, np.swapaxes(p.v[..., start:stop, :], -1, -2))
+        dscores = p.drop(dscores, block)
+        dscores -= delta[..., rows, :]
         dscores *= probs  # dS = P ∘ (dP - D)
         if dbias is not None:
-            _add_bias_grad(dbias, dscores, start, stop)
-        if p.softcap is not None:
-            softcap_score_grad(dscores, capped, p.softcap)
-        dq += np.matmul(dscores, p.k[..., start:stop, :])
-        dk[..., start:stop, :] = np.matmul(np.swapaxes(dscores, -1, -2), p.q)
+            _add_bias_grad(dbias, dscores, block)
+        if inputs:
+            dscores = _through_score_mods(p, dscores, inputs, block, dparams)
+        dq[..., rows, :] += np.matmul(dscores, p.k[..., start:stop, :])
+        dk[..., start:stop, :] = np.matmul(
+            np.swapaxes(dscores, -1, -2), p.q[..., rows, :]
+        )
     dq *= p.scale
     dk *= p.scale
     dsink = None
@@ -213,24 +363,58 @@ def _backward(p: _Problem, out, d_out, lse, block_size):
         per_head = -(sink_weight * delta)
         dsink = per_head.reshape(-1, per_head.shape[-3], n_q).sum(axis=(0, 2))
     return Gradients(
-        dq=_unbroadcast(dq, p.shapes["q"]),
-        dk=_ungroup(_unbroadcast(dk, p.k.shape), p.shapes["k"]),
-        dv=_ungroup(_unbroadcast(dv, p.v.shape), p.shapes["v"]),
+        dq=p.to_caller(unbroadcast(dq, p.shapes["q"])),
+        dk=p.to_caller(ungroup(unbroadcast(dk, p.k.shape), p.shapes["k"]), "k"),
+        dv=p.to_caller(ungroup(unbroadcast(dv, p.v.shape), p.shapes["v"]), "k"),
         dmask=dbias,
         dsink_logits=dsink,
+        dscore_mod=dparams or None,
     )
 
 
-def _add_bias_grad(dbias, dscores, start, stop):
+def _through_score_mods(
+    p: Problem,
+    dscores: FloatArray,
+    inputs: list[FloatArray],
+    block: Block,
+    dparams: dict[str, FloatArray],
+) -> FloatArray:
+    """Carry dS back through the score mods, last first, by the chain rule.
+
+    Each mod's parameters (ALiBi's slopes, a bias table) get their share of
+    the block's gradient on the way. Where dS is 0 (masked, or no weight) the
+    product stays 0 whatever the derivative is there.
+    """
+    grids = block.grids
+    assert grids is not None  # Problem.block builds them for score mods
+    zero = dscores == 0
+    for (mod, name), score in zip(
+        reversed(p.score_mods), reversed(inputs), strict=True
+    ):
+        shares = getattr(mod, "parameter_gradients", None)
+        if callable(shares):
+            for key, value in shares(dscores, score, *grids).items():
+                arr = np.asarray(value, dtype=np.float64)
+                dparams[key] = arr if key not in dparams else dparams[key] + arr
+        derivative = score_mod_derivative(mod, score, grids, name)
+        with np.errstate(invalid="ignore", over="ignore"):
+            dscores = dscores * derivative
+        dscores[zero] = 0.0
+    return dscores
+
+
+def _add_bias_grad(dbias: FloatArray, dscores: FloatArray, block: Block) -> None:
     """Add a block's dS to the float mask's gradient, reduced to its shape."""
-    if dbias.shape[-1] == 1:
-        dbias += _unbroadcast(dscores.sum(axis=-1, keepdims=True), dbias.shape)
-    else:
-        target = dbias[..., start:stop]
-        target += _unbroadcast(dscores, target.shape)
+    rows = slice(None) if dbias.ndim < 2 or dbias.shape[-2] == 1 else block.rows
+    cols = slice(None) if dbias.shape[-1] == 1 else slice(block.start, block.stop)
+    target = dbias[..., rows, cols] if dbias.ndim >= 2 else dbias[..., cols]
+    target += unbroadcast(
+        dscores.sum(axis=-1, keepdims=True) if dbias.shape[-1] == 1 else dscores,
+        target.shape,
+    )
 
 
-def _unbroadcast(grad, shape):
+def unbroadcast(grad: FloatArray, shape: tuple[int, ...]) -> FloatArray:
     """Sum ``grad`` over the axes that broadcasting added to ``shape``."""
     extra = grad.ndim - len(shape)
     if extra:
@@ -239,10 +423,17 @@ def _unbroadcast(grad, shape):
     return grad.sum(axis=axes, keepdims=True) if axes else grad
 
 
-def _ungroup(grad, shape):
+def ungroup(grad: FloatArray, shape: tuple[int, ...]) -> FloatArray:
     """Sum a grouped-query gradient back over each key/value head's group."""
     if grad.shape == tuple(shape):
         return grad
     h_kv = shape[-3]
     grouped = grad.reshape(*grad.shape[:-3], h_kv, -1, *grad.shape[-2:])
-    return grouped.sum(axis=-3)
+    summed: FloatArray = grouped.sum(axis=-3)
+    return summed
+
+
+# The names older callers import.
+_backward = gradients
+_unbroadcast = unbroadcast
+_ungroup = ungroup

@@ -2,40 +2,70 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple, overload
 
 import numpy as np
+import numpy.typing as npt
 
+from ._arrays import (
+    ArrayInput,
+    BoolArray,
+    FloatArray,
+    IntArray,
+    as_array,
+    from_layout,
+    to_layout,
+)
 from ._checks import (
     alignment,
-    dropout_probability,
-    empty_row_policy,
     first_index,
+    leftpad_array,
     lengths_array,
     nonnegative_int,
     positive_int,
-    positive_scale,
     real_array,
     require_finite,
     sink_array,
-    softcap_value,
-    window_bounds,
 )
+from ._options import Align, EmptyRows, Layout, Options, Window, check_keywords
 from .mods import (
+    Grids,
+    MaskMod,
+    ScoreMod,
     align_offset,
-    array_mask,
-    chunk_mask,
-    column_block,
-    key_length_mask,
-    query_length_mask,
-    softcap_score,
-    window_mask,
+    causal,
+    check_mask_result,
+    check_score_result,
+    chunked,
+    create_mask,
+    index_grids,
+    key_padding,
+    query_padding,
+    sliding_window,
 )
+from .mods import softcap as softcap_mod
+from .varlen import Packing, pack, pack_lse, unpack, unpack_lse, unpack_rows
 
-__all__ = ["attention", "causal_mask", "naive_softmax", "softmax", "tiled_attention"]
+__all__ = [
+    "Block",
+    "Problem",
+    "apply_score_mod",
+    "attention",
+    "causal_mask",
+    "column_block",
+    "dense_forward",
+    "naive_softmax",
+    "prepare",
+    "row_block",
+    "softmax",
+    "tiled_attention",
+    "tiled_forward",
+]
 
 
-def softmax(x, axis=-1):
+def softmax(x: ArrayInput, axis: int = -1) -> npt.NDArray[np.floating[Any]]:
     """Normalise scores into weights along ``axis``, safely.
 
     Each row's maximum is subtracted before ``exp``. That shifts every score
@@ -89,19 +119,19 @@ def softmax(x, axis=-1):
             f"x has a row with no finite entry along axis {axis} at index {row} "
             f"(shape {x.shape}); the softmax of an all -inf row is undefined"
         )
-    weights = np.exp(x - row_max)
+    weights: npt.NDArray[np.floating[Any]] = np.exp(x - row_max)
     weights /= weights.sum(axis=axis, keepdims=True)
     return weights
 
 
-def naive_softmax(x, axis=-1):
+def naive_softmax(x: ArrayInput, axis: int = -1) -> npt.NDArray[np.floating[Any]]:
     """Softmax without the max-subtraction, to show why it is needed.
 
     This is the textbook ``exp(x) / sum(exp(x))``. It is exact in real
     arithmetic and breaks in floating point: once a logit passes the dtype's
     overflow threshold (about 88.72 in float32), ``exp`` gives ``inf`` and
     the row becomes NaN. It is kept for the precision pages; use
-    :func:`softmax` for anything else.
+    :func:`sdpa_ref.softmax` for anything else.
 
     Examples
     --------
@@ -113,10 +143,11 @@ def naive_softmax(x, axis=-1):
     x = real_array(x, "x", min_ndim=1)
     with np.errstate(over="ignore", invalid="ignore"):
         e = np.exp(x)
-        return e / e.sum(axis=axis, keepdims=True)
+        weights: npt.NDArray[np.floating[Any]] = e / e.sum(axis=axis, keepdims=True)
+    return weights
 
 
-def causal_mask(n_q, n_k, align="top_left"):
+def causal_mask(n_q: int, n_k: int, align: Align = "top_left") -> BoolArray:
     """Boolean causal mask of shape ``(n_q, n_k)``; True means "may attend".
 
     Parameters
@@ -142,146 +173,340 @@ def causal_mask(n_q, n_k, align="top_left"):
     """
     n_q = nonnegative_int(n_q, "n_q")
     n_k = nonnegative_int(n_k, "n_k")
-    return _causal_block(n_q, 0, n_k, _causal_offset(n_q, n_k, align))
+    offset = align_offset(n_q, n_k, alignment(align))
+    mask: BoolArray = create_mask(causal(offset), None, None, n_q, n_k)[0, 0]
+    return mask
 
 
-def _causal_offset(n_q: int, n_k: int, align) -> int:
-    return align_offset(n_q, n_k, alignment(align))
+class Block(NamedTuple):
+    """One block of the scores: query rows ``rows``, key columns ``start:stop``.
+
+    ``allowed`` is the masks' verdict on exactly these rows and columns (None
+    for no mask) and ``grids`` the index grids the mods see there.
+    """
+
+    rows: slice
+    start: int
+    stop: int
+    allowed: Any
+    grids: Grids | None
 
 
-def _causal_block(n_q: int, start: int, stop: int, offset: int):
-    """Columns ``start:stop`` of a causal mask; never builds the full mask."""
-    rows = np.arange(n_q)[:, None]
-    cols = np.arange(start, stop)[None, :]
-    return cols <= rows + offset
+def _active_rows(allowed: Any) -> slice | None:
+    """The smallest range of query rows with an allowed key, all rows, or None.
+
+    Not worth it above 3/4 of the rows: a range costs a copy of the rows.
+    """
+    arr = np.asarray(allowed)
+    if arr.ndim < 2 or arr.shape[-2] == 1:
+        return slice(None) if arr.any() else None
+    seen = arr.any(axis=-1).reshape(-1, arr.shape[-2]).any(axis=0)
+    hits = np.flatnonzero(seen)
+    if hits.size == 0:
+        return None
+    lo, hi = int(hits[0]), int(hits[-1]) + 1
+    if hi - lo > 0.75 * seen.size:
+        return slice(None)
+    return slice(lo, hi)
+
+
+def row_block(arr: Any, rows: slice) -> Any:
+    """Query rows ``rows`` of an array broadcastable to the scores."""
+    if rows == slice(None) or arr is None:
+        return arr
+    if np.ndim(arr) < 2 or np.shape(arr)[-2] == 1:
+        return arr
+    return arr[..., rows, :]
 
 
 @dataclass(frozen=True)
-class _Problem:
+class Problem:
     """Validated, broadcast-ready inputs shared by every code path.
 
-    Each option lives here once: the boolean ones as mask mods (see
-    :mod:`sdpa_ref.mods`), soft-capping and the float mask as score changes,
-    the sink as an extra term of the normaliser, dropout as a change of the
-    probabilities. Dense and tiled, forward and backward, all call
-    :meth:`logits` and :meth:`drop`.
+    Each option lives here once: the boolean ones as FlexAttention mask mods
+    (see :mod:`sdpa_ref.mods`), the soft-cap as a score mod, the float mask
+    as a bias added last, the sink as an extra term of the normaliser,
+    dropout as a change of the probabilities. Dense and tiled, forward and
+    backward, all call :meth:`logits` and :meth:`drop`. q, k and v are in
+    (..., heads, seqlen, dim) order whatever ``layout`` the caller used, and
+    padded when the caller packed them; results go back through
+    :meth:`to_caller`.
     """
 
-    q: np.ndarray  # broadcast to the full batch shape
-    k: np.ndarray  # key/value heads repeated for grouped-query attention
-    v: np.ndarray
+    q: FloatArray  # broadcast to the full batch shape
+    k: FloatArray  # key/value heads repeated for grouped-query attention
+    v: FloatArray
     scale: float
-    empty_rows: str
+    empty_rows: EmptyRows
     out_shape: tuple[int, ...]
-    mask_mods: tuple = ()
+    # (mod, name): the built-in options' mask mods, then the user's mask_mod
+    masks: tuple[tuple[MaskMod, str], ...] = ()
+    # (mod, name): the soft-cap, then the user's score_mod, applied in order
+    score_mods: tuple[tuple[ScoreMod, str], ...] = ()
+    mask_array: BoolArray | None = None  # the boolean mask, sliced per block
     softcap: float | None = None
-    bias: np.ndarray | None = None  # the float mask, added to the logits
-    sink: np.ndarray | None = None  # (H, 1, 1), joins each row's normaliser
-    dropout_mask: np.ndarray | None = None
+    bias: FloatArray | None = None  # the float mask, added to the logits
+    sink: FloatArray | None = None  # (H, 1, 1), joins each row's normaliser
+    dropout_mask: BoolArray | None = None
     dropout_scale: float = 1.0
-    q_valid: np.ndarray | None = None  # (B, 1, n_q, 1) from q_lengths
-    shapes: dict = field(default_factory=dict)  # the caller's q, k, v shapes
+    q_valid: BoolArray | None = None  # (B, 1, n_q, 1) from q_lengths
+    key_leftpad: IntArray | None = None  # (B,): kv_idx counts from here
+    layout: Layout = "bhsd"
+    packing: Packing | None = None  # how the caller packed a varlen batch
+    # the caller's q, k, v shapes, in (..., heads, seqlen, dim) order
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def n_k(self) -> int:
-        return self.k.shape[-2]
+        """Number of keys."""
+        return int(self.k.shape[-2])
 
     @property
     def n_q(self) -> int:
-        return self.q.shape[-2]
+        """Number of queries."""
+        return int(self.q.shape[-2])
 
     @property
     def batch(self) -> tuple[int, ...]:
+        """The leading (batch, head) axes of the scores."""
         return self.out_shape[:-2]
 
-    def logits(self, q_scaled, k_t, start, stop, *, keep_capped=False):
-        """Final logits for key columns ``start:stop``, and the capped ones.
+    def grids(self, start: int, stop: int) -> Grids:
+        """The index grids that mods see for key columns ``start:stop``.
 
-        The order is ``attention_ref``'s (flash_attn/utils/testing.py:291-327):
-        scale, soft-cap, then the boolean masks, then the float mask. A mask
-        before the soft-cap would be undone by it: ``cap · tanh(-inf)`` is
-        ``-cap``, not ``-inf``.
+        With ``key_leftpad``, key positions count from each sequence's first
+        real key, as ``attention_ref`` shifts its ``col_idx`` (testing.py:
+        171-174); keys before it get negative positions.
+        """
+        grids = index_grids(self.batch, np.arange(self.n_q), np.arange(start, stop))
+        if self.key_leftpad is None:
+            return grids
+        shift = self.key_leftpad.reshape(-1, *(1,) * (len(self.batch) + 1))
+        return grids._replace(kv_idx=grids.kv_idx - shift)
+
+    def allowed(self, start: int, stop: int, grids: Grids | None = None) -> Any:
+        """Where key columns ``start:stop`` may be attended, or None if everywhere.
+
+        A boolean array broadcastable to the block's scores, for every query:
+        the mask array's columns and every mask mod, called once on the
+        block's index grids.
+        """
+        if self.mask_array is None and not self.masks:
+            return None
+        grids = self.grids(start, stop) if grids is None else grids
+        shape = (*self.batch, self.n_q, stop - start)
+        allowed = None
+        if self.mask_array is not None:
+            allowed = column_block(self.mask_array, start, stop)
+        for mod, name in self.masks:
+            result = check_mask_result(_call(mod, grids, name), shape, name)
+            allowed = result if allowed is None else allowed & result
+        return allowed
+
+    def block(self, start: int, stop: int, *, skip: bool = True) -> Block | None:
+        """Key columns ``start:stop``, with the masks evaluated once for them.
+
+        With ``skip``, the block keeps only the range of query rows that may
+        attend to at least one of its keys, and is None if none may: the
+        rows and blocks that FlexAttention's block mask lets a kernel skip.
+        Skipped rows contribute nothing to the softmax, exactly.
+        """
+        needs_grids = bool(self.masks or self.score_mods)
+        grids = self.grids(start, stop) if needs_grids else None
+        allowed = self.allowed(start, stop, grids)
+        rows = slice(None)
+        if skip and allowed is not None:
+            active = _active_rows(allowed)
+            if active is None:
+                return None
+            rows = active
+        if rows != slice(None):
+            if grids is not None:
+                grids = grids._replace(q_idx=grids.q_idx[..., rows, :])
+            allowed = row_block(allowed, rows)
+        return Block(rows, start, stop, allowed, grids)
+
+    @property
+    def mask_mods(self) -> tuple[Callable[[Any, Any], Any], ...]:
+        """The masks as one ``(q_idx, kv_idx)`` callable, for older callers.
+
+        ``kv_idx`` must be a contiguous range of columns, ``(1, n)``.
+        """
+        if self.mask_array is None and not self.masks:
+            return ()
+
+        def allowed(q_idx: Any, kv_idx: Any) -> Any:
+            return self.allowed(int(kv_idx[0, 0]), int(kv_idx[0, -1]) + 1)
+
+        return (allowed,)
+
+    def logits(
+        self,
+        q_scaled: FloatArray,
+        k_t: FloatArray,
+        block: Block,
+        *,
+        keep_inputs: bool = False,
+    ) -> tuple[FloatArray, list[FloatArray]]:
+        """Final logits of one block, and each score mod's input.
+
+        The order is ``attention_ref``'s (flash_attn/utils/testing.py:291-327)
+        and FlexAttention's: scale, the score mods (the soft-cap first), then
+        the masks, then the float mask. A mask before the soft-cap would be
+        undone by it: ``cap · tanh(-inf)`` is ``-cap``, not ``-inf``. With
+        ``keep_inputs``, the scores each score mod was applied to come back
+        too, for the backward's chain rule.
         """
         with np.errstate(over="ignore", invalid="ignore"):  # _check_row_max
-            scores = np.matmul(q_scaled, k_t[..., start:stop])
-        capped = None
-        if self.softcap is not None:
-            scores = softcap_score(scores, self.softcap)
-            if keep_capped:
-                capped = scores.copy()
-        if self.mask_mods:
-            q_idx = np.arange(self.n_q)[:, None]
-            kv_idx = np.arange(start, stop)[None, :]
-            allowed = self.mask_mods[0](q_idx, kv_idx)
-            for mod in self.mask_mods[1:]:
-                allowed = allowed & mod(q_idx, kv_idx)
-            np.copyto(scores, -np.inf, where=~allowed)
+            scores: FloatArray = np.matmul(
+                q_scaled[..., block.rows, :], k_t[..., block.start : block.stop]
+            )
+        inputs: list[FloatArray] = []
+        for mod, name in self.score_mods:
+            if keep_inputs:
+                inputs.append(scores)
+            scores = apply_score_mod(mod, scores, block.grids, name)
+        if block.allowed is not None:
+            np.copyto(scores, -np.inf, where=~block.allowed)
         if self.bias is not None:
-            scores += column_block(self.bias, np.arange(start, stop)[None, :])
-        return scores, capped
+            scores += self.piece(self.bias, block)
+        return scores, inputs
 
-    def drop(self, probs, start, stop):
-        """Dropout of ``probs`` (key columns ``start:stop``): ``P ∘ mask / (1 - p)``.
+    def piece(self, arr: npt.NDArray[Any], block: Block) -> npt.NDArray[Any]:
+        """The block's rows and columns of an array broadcastable to the scores."""
+        piece: npt.NDArray[Any] = row_block(
+            column_block(arr, block.start, block.stop), block.rows
+        )
+        return piece
+
+    def drop(self, probs: FloatArray, block: Block) -> FloatArray:
+        """Dropout of one block's ``probs``: ``P ∘ mask / (1 - p)``.
 
         A new array; ``probs`` itself stays the weights before dropout, which
         is what FlashAttention returns (testing.py:351-360).
         """
         if self.dropout_mask is None:
             return probs
-        keep = column_block(self.dropout_mask, np.arange(start, stop)[None, :])
+        keep = self.piece(self.dropout_mask, block)
         return np.where(keep, probs * self.dropout_scale, 0.0)
 
-    def padded_rows(self):
+    def padded_rows(self) -> BoolArray:
         """Boolean ``(*batch, n_q)``: queries at or past ``q_lengths``."""
         if self.q_valid is None:
             return np.zeros((*self.batch, self.n_q), dtype=bool)
         return np.broadcast_to(~self.q_valid[..., 0], (*self.batch, self.n_q))
 
+    def to_caller(self, arr: FloatArray, side: str = "q") -> FloatArray:
+        """A (..., heads, seqlen, dim) result in the caller's layout (and packing).
 
-OPTION_DEFAULTS = {
-    "mask": None,
-    "is_causal": False,
-    "scale": None,
-    "empty_rows": "raise",
-    "check_finite": True,
-    "align": "top_left",
-    "window": None,
-    "sink_tokens": 0,
-    "chunk": None,
-    "softcap": None,
-    "sink_logits": None,
-    "q_lengths": None,
-    "k_lengths": None,
-    "dropout_mask": None,
-    "dropout_p": 0.0,
-}
+        ``side`` says whose tokens a packed result runs over: "q" for the
+        output and dq, "k" for dk and dv.
+        """
+        if self.packing is not None:
+            arr = pack(arr, self.packing, side)
+        return from_layout(arr, self.layout)
+
+    def lse_to_caller(self, lse: FloatArray) -> FloatArray:
+        """The log-sum-exp, ``(..., heads, n_q)``, or ``(heads, total_q)`` packed."""
+        if self.packing is not None:
+            return pack_lse(lse, self.packing)
+        return lse
+
+    def from_caller(self, x: ArrayInput, name: str) -> FloatArray:
+        """An array of the output's shape, in (..., heads, seqlen, dim) order."""
+        arr = real_array(x, name, dtype=np.float64)
+        if self.packing is not None:
+            heads, d_v = self.out_shape[-3], self.out_shape[-1]
+            return unpack_rows(
+                to_layout(arr, self.layout, name), self.packing, name, (heads, d_v)
+            )
+        expected, shape = self.out_shape, "(..., n_q, d_v)"
+        if self.layout == "bshd":
+            *batch, heads, n_q, d_v = expected
+            expected, shape = (*batch, n_q, heads, d_v), "(..., n_q, H, d_v)"
+        if arr.shape != expected:
+            raise ValueError(
+                f"{name} must have the output's shape {shape} = {expected}, got "
+                f"{arr.shape}"
+            )
+        return to_layout(arr, self.layout, name)
+
+    def lse_from_caller(self, lse: ArrayInput) -> FloatArray:
+        """The forward's log-sum-exp, in :meth:`lse_to_caller`'s shape, checked."""
+        arr = real_array(lse, "lse", dtype=np.float64)
+        if self.packing is not None:
+            return unpack_lse(arr, self.packing, self.out_shape[-3])
+        expected = (*self.batch, self.n_q)
+        if arr.shape != expected:
+            raise ValueError(
+                f"lse must have the shape (..., n_q) = {expected} of the forward's "
+                f"rows (the same in either layout), got {arr.shape}"
+            )
+        return arr
 
 
-def _prepare(
-    q,
-    k,
-    v,
-    *,
-    mask=None,
-    is_causal=False,
-    scale=None,
-    empty_rows="raise",
-    check_finite=True,
-    align="top_left",
-    window=None,
-    sink_tokens=0,
-    chunk=None,
-    softcap=None,
-    sink_logits=None,
-    q_lengths=None,
-    k_lengths=None,
-    dropout_mask=None,
-    dropout_p=0.0,
-) -> _Problem:
-    q = real_array(q, "q", min_ndim=2, dtype=np.float64)
-    k = real_array(k, "k", min_ndim=2, dtype=np.float64)
-    v = real_array(v, "v", min_ndim=2, dtype=np.float64)
+def _call(mod: Callable[..., Any], args: tuple[Any, ...], name: str) -> Any:
+    """Call a mod; an index out of range becomes an error that names it."""
+    try:
+        return mod(*args)
+    except IndexError as exc:
+        sizes = ", ".join(
+            f"{n} {a.shape}" for n, a in zip(Grids._fields, args[-4:], strict=True)
+        )
+        raise ValueError(
+            f"{name} raised IndexError ({exc}) on the index grids {sizes}: does an "
+            f"array it reads have an entry for every batch entry, head and "
+            f"position?"
+        ) from exc
+
+
+def apply_score_mod(
+    mod: ScoreMod, scores: FloatArray, grids: Grids | None, name: str
+) -> FloatArray:
+    """``mod(scores, *grids)``, checked, as a new array of the scores' shape."""
+    assert grids is not None  # logits builds them for score mods
+    with np.errstate(over="ignore", invalid="ignore"):  # _check_row_max
+        result = _call(mod, (scores, *grids), name)
+    checked = check_score_result(result, scores.shape, name)
+    if checked.flags.writeable and not np.shares_memory(checked, scores):
+        return checked
+    return np.array(checked, dtype=np.float64)
+
+
+def prepare(q: ArrayInput, k: ArrayInput, v: ArrayInput, options: Options) -> Problem:
+    """Check q, k and v against each other and against ``options``.
+
+    The one entry of every code path: the dense and tiled forward and
+    backward passes, the KV cache, and the testing helpers' emulations. A
+    packed batch (``cu_seqlens_q``, ``cu_seqlens_k``) is padded here, one
+    batch entry per sequence, with each sequence's lengths.
+
+    Examples
+    --------
+    >>> p = prepare(np.ones((2, 5, 3, 4)), np.ones((2, 7, 1, 4)),
+    ...             np.ones((2, 7, 1, 6)), Options(layout="bshd"))
+    >>> p.out_shape, p.shapes["k"]
+    ((2, 3, 5, 6), (2, 1, 7, 4))
+    """
+    q, k, v = (
+        to_layout(
+            real_array(a, name, min_ndim=2, dtype=np.float64), options.layout, name
+        )
+        for a, name in ((q, "q"), (k, "k"), (v, "v"))
+    )
     shapes = f"q {q.shape}, k {k.shape}, v {v.shape}"
+    if options.layout == "bshd":
+        shapes += " as (..., heads, seqlen, dim) from layout='bshd'"
+    if options.check_finite:
+        for name, arr in (("q", q), ("k", k), ("v", v)):
+            require_finite(arr, name)
+    packing = None
+    q_lengths_in, k_lengths_in = options.q_lengths, options.k_lengths
+    if options.cu_seqlens_q is not None:
+        q, k, v, q_lengths_in, k_lengths_in, packing = unpack(
+            q, k, v, options.cu_seqlens_q, options.cu_seqlens_k, options.seqused_k
+        )
+        shapes += f", packed into {len(q)} sequences: padded {q.shape}, {k.shape}"
     original = {"q": q.shape, "k": k.shape, "v": v.shape}
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
@@ -299,9 +524,6 @@ def _prepare(
         )
     if k.shape[-2] == 0:
         raise ValueError(f"there are no keys, n_k = 0 ({shapes})")
-    if check_finite:
-        for name, arr in (("q", q), ("k", k), ("v", v)):
-            require_finite(arr, name)
     k, v = _group_heads(q, k, v, shapes)
     try:
         batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -309,117 +531,114 @@ def _prepare(
         raise ValueError(
             f"the leading (batch, head) axes do not broadcast: {shapes}"
         ) from None
-    if not isinstance(is_causal, (bool, np.bool_)):
-        raise TypeError(f"is_causal must be True or False, got {is_causal!r}")
     n_q, n_k = q.shape[-2], k.shape[-2]
     scores_shape = (*batch, n_q, n_k)
     # A broadcast view costs nothing and gives every score block the full
     # batch shape, so the in-place updates below never meet a smaller array.
     q = np.broadcast_to(q, (*batch, n_q, q.shape[-1]))
 
-    mask = _check_mask(mask, scores_shape)
-    mask_mods, q_valid = _mask_mods(
-        mask,
-        is_causal,
-        {
-            "align": align,
-            "window": window,
-            "sink_tokens": sink_tokens,
-            "chunk": chunk,
-            "q_lengths": q_lengths,
-            "k_lengths": k_lengths,
-        },
-        (n_q, n_k, batch, shapes),
+    mask = _check_mask(options.mask, "mask", scores_shape)
+    dropout_mask = _check_mask(options.dropout_mask, "dropout_mask", scores_shape)
+    lengths = _Lengths(
+        lengths_array(q_lengths_in, "q_lengths", n_q, batch, shapes),
+        lengths_array(k_lengths_in, "k_lengths", n_k, batch, shapes),
+        None,
     )
-    dropout_p = dropout_probability(dropout_p)
-    dropout_mask = _check_dropout_mask(dropout_mask, dropout_p, scores_shape)
-    return _Problem(
+    lengths = lengths._replace(
+        key_leftpad=leftpad_array(
+            options.key_leftpad, n_k if lengths.k is None else lengths.k, batch, shapes
+        )
+    )
+    masks, q_valid = _mask_mods(options, (n_q, n_k), lengths)
+    score_mods: list[tuple[ScoreMod, str]] = []
+    if options.softcap is not None:
+        score_mods.append((softcap_mod(options.softcap), "softcap"))
+    if options.score_mod is not None:
+        score_mods.append((options.score_mod, "score_mod"))
+    return Problem(
         q=q,
         k=k,
         v=v,
-        scale=1.0 / np.sqrt(q.shape[-1]) if scale is None else positive_scale(scale),
-        empty_rows=empty_row_policy(empty_rows),
+        scale=1.0 / np.sqrt(q.shape[-1]) if options.scale is None else options.scale,
+        empty_rows=options.empty_rows,
         out_shape=(*batch, n_q, v.shape[-1]),
-        mask_mods=mask_mods,
-        softcap=softcap_value(softcap),
+        masks=masks,
+        score_mods=tuple(score_mods),
+        mask_array=mask if mask is not None and mask.dtype == bool else None,
+        softcap=options.softcap,
         bias=mask if mask is not None and mask.dtype != bool else None,
-        sink=sink_array(sink_logits, batch, shapes),
+        sink=sink_array(options.sink_logits, batch, shapes),
         dropout_mask=dropout_mask,
-        dropout_scale=1.0 / (1.0 - dropout_p),
+        dropout_scale=1.0 / (1.0 - options.dropout_p),
         q_valid=q_valid,
+        key_leftpad=lengths.key_leftpad,
+        layout=options.layout,
+        packing=packing,
         shapes=original,
     )
 
 
-def _mask_mods(mask, is_causal, options, sizes):
-    """The boolean options, checked, as a tuple of mask mods; and q_valid."""
-    n_q, n_k, batch, shapes = sizes
-    window = options["window"]
-    align = alignment(options["align"])
-    left, right = window_bounds(window)
-    if is_causal:
-        if right is not None and right > 0:
-            raise ValueError(
-                f"is_causal=True means a right window bound of 0, but window = "
-                f"{window!r}; pass window=({left!r}, 0) or is_causal=False"
-            )
+def _prepare(q: ArrayInput, k: ArrayInput, v: ArrayInput, **options: Any) -> Problem:
+    """:func:`prepare` with the options as keywords (kept for older callers)."""
+    return prepare(q, k, v, Options(**options))
+
+
+class _Lengths(NamedTuple):
+    q: IntArray | None
+    k: IntArray | None
+    key_leftpad: IntArray | None
+
+
+def _mask_mods(
+    options: Options, sizes: tuple[int, int], lengths: _Lengths
+) -> tuple[tuple[tuple[MaskMod, str], ...], BoolArray | None]:
+    """The boolean options as mask mods, the user's mask_mod last; and q_valid."""
+    n_q, n_k = sizes
+    left, right = options.window if options.window is not None else (None, None)
+    if options.is_causal:
         right = 0  # attention_ref: `if causal: window_size = (window_size[0], 0)`
-    sink_tokens = nonnegative_int(options["sink_tokens"], "sink_tokens")
-    if sink_tokens and left is None:
-        raise ValueError(
-            f"sink_tokens={sink_tokens} exempts keys from the window's left bound, "
-            f"but there is none (window = {window!r}); pass window=(left, right)"
-        )
-    chunk = options["chunk"]
-    chunk = None if chunk is None else positive_int(chunk, "chunk")
-    q_lengths = lengths_array(options["q_lengths"], "q_lengths", n_q, batch, shapes)
-    k_lengths = lengths_array(options["k_lengths"], "k_lengths", n_k, batch, shapes)
-    offset = align_offset(n_q, n_k, align, q_lengths, k_lengths)
-    mask_mods = []
-    if mask is not None and mask.dtype == bool:
-        mask_mods.append(array_mask(mask))
+    offset = align_offset(
+        n_q,
+        n_k,
+        options.align,
+        q_lengths=lengths.q,
+        k_lengths=lengths.k,
+        key_leftpad=lengths.key_leftpad,
+    )
+    masks: list[tuple[MaskMod, str]] = []
     if left is not None or right is not None:
-        mask_mods.append(window_mask(left, right, sink_tokens, offset))
-    if chunk is not None:
-        mask_mods.append(chunk_mask(chunk, offset))
-    if k_lengths is not None:
-        mask_mods.append(key_length_mask(k_lengths))
-    q_valid = None
-    if q_lengths is not None:
-        mask_mods.append(query_length_mask(q_lengths))
-        q_valid = np.arange(n_q)[:, None] < q_lengths.reshape(-1, 1, 1, 1)
-    return tuple(mask_mods), q_valid
-
-
-def _check_dropout_mask(dropout_mask, dropout_p, scores_shape):
-    if dropout_mask is None:
-        if dropout_p > 0:
-            raise ValueError(
-                f"dropout_p={dropout_p} needs the dropout_mask that the kernel drew "
-                f"(bool, True = keep, broadcastable to {scores_shape}); sdpa_ref "
-                f"draws no random numbers"
+        name = "is_causal" if options.window is None else "window"
+        masks.append(
+            (
+                sliding_window(
+                    left, right, offset=offset, sink_tokens=options.sink_tokens
+                ),
+                name,
             )
-        return None
-    mask = np.asarray(dropout_mask)
-    if mask.dtype != bool:
-        raise TypeError(
-            f"dropout_mask must be boolean (True = keep), got dtype {mask.dtype} "
-            f"(shape {mask.shape})"
         )
-    if not _broadcasts_to(mask.shape, scores_shape):
-        raise ValueError(
-            f"dropout_mask with shape {mask.shape} does not broadcast to the "
-            f"scores' shape {scores_shape} (..., n_q, n_k)"
-        )
-    if dropout_p == 0:
-        raise ValueError(
-            "a dropout_mask with dropout_p=0 drops entries without rescaling the "
-            "rest; pass the dropout_p that the mask was drawn with"
-        )
-    return mask
+    if options.chunk is not None:
+        masks.append((chunked(options.chunk, offset), "chunk"))
+    if lengths.k is not None or lengths.key_leftpad is not None:
+        end = np.full(1, n_k) if lengths.k is None else lengths.k
+        start = 0 if lengths.key_leftpad is None else lengths.key_leftpad
+        masks.append((key_padding(end - start), "k_lengths"))
+    q_valid = None
+    if lengths.q is not None:
+        masks.append((query_padding(lengths.q), "q_lengths"))
+        q_valid = np.arange(n_q)[:, None] < lengths.q.reshape(-1, 1, 1, 1)
+    if options.mask_mod is not None:
+        masks.append((options.mask_mod, "mask_mod"))
+    return tuple(masks), q_valid
 
 
-def _broadcasts_to(shape, target):
+def column_block(arr: npt.NDArray[Any], start: int, stop: int) -> npt.NDArray[Any]:
+    """Key columns ``start:stop`` of an array, or all of them if it has one."""
+    if arr.shape[-1] == 1:
+        return arr
+    return arr[..., start:stop]
+
+
+def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
     """Whether an array of ``shape`` broadcasts to exactly ``target``."""
     try:
         return np.broadcast_shapes(shape, target) == target
@@ -427,7 +646,9 @@ def _broadcasts_to(shape, target):
         return False
 
 
-def _group_heads(q, k, v, shapes):
+def _group_heads(
+    q: FloatArray, k: FloatArray, v: FloatArray, shapes: str
+) -> tuple[FloatArray, FloatArray]:
     """Repeat shared key/value heads for grouped- and multi-query attention.
 
     With ``H_q`` query heads and ``H_kv`` key/value heads on axis -3, query
@@ -456,71 +677,260 @@ def _group_heads(q, k, v, shapes):
     return np.repeat(k, group, axis=-3), v
 
 
-def _check_mask(mask, scores_shape):
+def _check_mask(
+    mask: ArrayInput | None, name: str, scores_shape: tuple[int, ...]
+) -> npt.NDArray[Any] | None:
+    """``mask`` (already checked by :class:`Options`) if it fits the scores."""
     if mask is None:
         return None
-    try:
-        mask = np.asarray(mask)
-    except (ValueError, TypeError) as exc:
-        raise TypeError(f"mask must be a boolean or float array; {exc}") from None
-    if mask.dtype != bool and mask.dtype.kind != "f":
-        raise TypeError(
-            f"mask must be boolean (True = may attend) or floating (added to the "
-            f"logits), got dtype {mask.dtype} (shape {mask.shape})"
-        )
-    if not _broadcasts_to(mask.shape, scores_shape):
+    arr = as_array(mask, name)
+    if not _broadcasts_to(arr.shape, scores_shape):
         raise ValueError(
-            f"mask with shape {mask.shape} does not broadcast to the scores' "
-            f"shape {scores_shape} (..., n_q, n_k)"
+            f"{name} with shape {arr.shape} does not broadcast to the scores' "
+            f"shape {scores_shape} (..., heads, n_q, n_k), which is the same in "
+            f"either layout"
         )
-    if mask.dtype.kind == "f" and (np.isnan(mask).any() or np.isposinf(mask).any()):
-        raise ValueError(
-            "a float mask may hold finite values and -inf, not NaN or +inf"
-        )
-    return mask
+    return arr
 
 
-def _empty_row_error(empty: np.ndarray) -> ValueError:
+def _empty_row_error(empty: BoolArray) -> ValueError:
     where = first_index(empty)
     return ValueError(
         f"query {where[-1]} (batch index {where[:-1]}) has no allowed key: every "
-        f"logit in its row is -inf after masking. Pass empty_rows='zero' "
-        f"(PyTorch >= 2.5, FlashAttention) or empty_rows='nan' (textbook softmax)"
+        f"logit in its row is -inf after masking. Pass empty_rows='zero' (the "
+        f"output 0 of FlashAttention, and from PyTorch 2.5 of its math backend "
+        f"and its CUDA memory-efficient kernel) or empty_rows='nan' (the "
+        f"textbook softmax)"
     )
 
 
-def _check_row_max(row_max: np.ndarray) -> None:
-    # Inputs are finite, so NaN or +inf here means q·k overflowed float64.
+def _check_row_max(row_max: FloatArray, p: Problem) -> None:
+    # Inputs are finite, so NaN or +inf here means q·k overflowed float64,
+    # or a score mod made it.
     bad = np.isnan(row_max) | np.isposinf(row_max)
     if bad.any():
+        mods = [name for _, name in p.score_mods if name == "score_mod"]
+        cause = ", the score_mod returned NaN or +inf" if mods else ""
         raise ValueError(
             f"the scaled scores hold NaN or +inf in row {first_index(bad[..., 0])}: "
-            f"q·k overflowed float64, or non-finite input got past "
+            f"q·k overflowed float64{cause}, or non-finite input got past "
             f"check_finite=False"
         )
 
 
-def _fill_empty(arrays, empty: np.ndarray, policy: str) -> None:
+def _fill_empty(arrays: list[FloatArray], empty: BoolArray, policy: str) -> None:
     fill = 0.0 if policy == "zero" else np.nan
     for arr in arrays:
         arr[np.broadcast_to(empty[..., None], arr.shape)] = fill
 
 
+@overload
 def attention(
-    q,
-    k,
-    v,
+    q: ArrayInput,
+    k: ArrayInput,
+    v: ArrayInput,
     *,
-    return_weights=False,
-    return_lse=False,
-    **options,
-):
+    mask: ArrayInput | None = ...,
+    mask_mod: MaskMod | None = ...,
+    score_mod: ScoreMod | None = ...,
+    is_causal: bool = ...,
+    scale: float | None = ...,
+    empty_rows: EmptyRows = ...,
+    check_finite: bool = ...,
+    align: Align = ...,
+    window: Window | None = ...,
+    sink_tokens: int = ...,
+    chunk: int | None = ...,
+    softcap: float | None = ...,
+    sink_logits: ArrayInput | None = ...,
+    q_lengths: ArrayInput | None = ...,
+    k_lengths: ArrayInput | None = ...,
+    key_leftpad: ArrayInput | None = ...,
+    cu_seqlens_q: ArrayInput | None = ...,
+    cu_seqlens_k: ArrayInput | None = ...,
+    seqused_k: ArrayInput | None = ...,
+    dropout_mask: ArrayInput | None = ...,
+    dropout_p: float = ...,
+    layout: Layout = ...,
+    return_weights: Literal[False] = ...,
+    return_lse: Literal[False] = ...,
+) -> FloatArray: ...
+
+
+@overload
+def attention(
+    q: ArrayInput,
+    k: ArrayInput,
+    v: ArrayInput,
+    *,
+    mask: ArrayInput | None = ...,
+    mask_mod: MaskMod | None = ...,
+    score_mod: ScoreMod | None = ...,
+    is_causal: bool = ...,
+    scale: float | None = ...,
+    empty_rows: EmptyRows = ...,
+    check_finite: bool = ...,
+    align: Align = ...,
+    window: Window | None = ...,
+    sink_tokens: int = ...,
+    chunk: int | None = ...,
+    softcap: float | None = ...,
+    sink_logits: ArrayInput | None = ...,
+    q_lengths: ArrayInput | None = ...,
+    k_lengths: ArrayInput | None = ...,
+    key_leftpad: ArrayInput | None = ...,
+    cu_seqlens_q: ArrayInput | None = ...,
+    cu_seqlens_k: ArrayInput | None = ...,
+    seqused_k: ArrayInput | None = ...,
+    dropout_mask: ArrayInput | None = ...,
+    dropout_p: float = ...,
+    layout: Layout = ...,
+    return_weights: Literal[True],
+    return_lse: Literal[False] = ...,
+) -> tuple[FloatArray, FloatArray]: ...
+
+
+@overload
+def attention(
+    q: ArrayInput,
+    k: ArrayInput,
+    v: ArrayInput,
+    *,
+    mask: ArrayInput | None = ...,
+    mask_mod: MaskMod | None = ...,
+    score_mod: ScoreMod | None = ...,
+    is_causal: bool = ...,
+    scale: float | None = ...,
+    empty_rows: EmptyRows = ...,
+    check_finite: bool = ...,
+    align: Align = ...,
+    window: Window | None = ...,
+    sink_tokens: int = ...,
+    chunk: int | None = ...,
+    softcap: float | None = ...,
+    sink_logits: ArrayInput | None = ...,
+    q_lengths: ArrayInput | None = ...,
+    k_lengths: ArrayInput | None = ...,
+    key_leftpad: ArrayInput | None = ...,
+    cu_seqlens_q: ArrayInput | None = ...,
+    cu_seqlens_k: ArrayInput | None = ...,
+    seqused_k: ArrayInput | None = ...,
+    dropout_mask: ArrayInput | None = ...,
+    dropout_p: float = ...,
+    layout: Layout = ...,
+    return_weights: Literal[False] = ...,
+    return_lse: Literal[True],
+) -> tuple[FloatArray, FloatArray]: ...
+
+
+@overload
+def attention(
+    q: ArrayInput,
+    k: ArrayInput,
+    v: ArrayInput,
+    *,
+    mask: ArrayInput | None = ...,
+    mask_mod: MaskMod | None = ...,
+    score_mod: ScoreMod | None = ...,
+    is_causal: bool = ...,
+    scale: float | None = ...,
+    empty_rows: EmptyRows = ...,
+    check_finite: bool = ...,
+    align: Align = ...,
+    window: Window | None = ...,
+    sink_tokens: int = ...,
+    chunk: int | None = ...,
+    softcap: float | None = ...,
+    sink_logits: ArrayInput | None = ...,
+    q_lengths: ArrayInput | None = ...,
+    k_lengths: ArrayInput | None = ...,
+    key_leftpad: ArrayInput | None = ...,
+    cu_seqlens_q: ArrayInput | None = ...,
+    cu_seqlens_k: ArrayInput | None = ...,
+    seqused_k: ArrayInput | None = ...,
+    dropout_mask: ArrayInput | None = ...,
+    dropout_p: float = ...,
+    layout: Layout = ...,
+    return_weights: Literal[True],
+    return_lse: Literal[True],
+) -> tuple[FloatArray, FloatArray, FloatArray]: ...
+
+
+@overload
+def attention(
+    q: ArrayInput,
+    k: ArrayInput,
+    v: ArrayInput,
+    *,
+    mask: ArrayInput | None = ...,
+    mask_mod: MaskMod | None = ...,
+    score_mod: ScoreMod | None = ...,
+    is_causal: bool = ...,
+    scale: float | None = ...,
+    empty_rows: EmptyRows = ...,
+    check_finite: bool = ...,
+    align: Align = ...,
+    window: Window | None = ...,
+    sink_tokens: int = ...,
+    chunk: int | None = ...,
+    softcap: float | None = ...,
+    sink_logits: ArrayInput | None = ...,
+    q_lengths: ArrayInput | None = ...,
+    k_lengths: ArrayInput | None = ...,
+    key_leftpad: ArrayInput | None = ...,
+    cu_seqlens_q: ArrayInput | None = ...,
+    cu_seqlens_k: ArrayInput | None = ...,
+    seqused_k: ArrayInput | None = ...,
+    dropout_mask: ArrayInput | None = ...,
+    dropout_p: float = ...,
+    layout: Layout = ...,
+    return_weights: bool = ...,
+    return_lse: bool = ...,
+) -> FloatArray | tuple[FloatArray, ...]: ...
+
+
+@check_keywords
+def attention(
+    q: ArrayInput,
+    k: ArrayInput,
+    v: ArrayInput,
+    *,
+    mask: ArrayInput | None = None,
+    mask_mod: MaskMod | None = None,
+    score_mod: ScoreMod | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    empty_rows: EmptyRows = "raise",
+    check_finite: bool = True,
+    align: Align = "top_left",
+    window: Window | None = None,
+    sink_tokens: int = 0,
+    chunk: int | None = None,
+    softcap: float | None = None,
+    sink_logits: ArrayInput | None = None,
+    q_lengths: ArrayInput | None = None,
+    k_lengths: ArrayInput | None = None,
+    key_leftpad: ArrayInput | None = None,
+    cu_seqlens_q: ArrayInput | None = None,
+    cu_seqlens_k: ArrayInput | None = None,
+    seqused_k: ArrayInput | None = None,
+    dropout_mask: ArrayInput | None = None,
+    dropout_p: float = 0.0,
+    layout: Layout = "bhsd",
+    return_weights: bool = False,
+    return_lse: bool = False,
+) -> FloatArray | tuple[FloatArray, ...]:
     """Scaled dot-product attention, ``softmax(q kᵀ · scale + mask) v``.
+
+    Every array may be a NumPy array, a torch tensor of any dtype (bfloat16
+    included, with or without ``requires_grad``, on any device), or anything
+    with ``__array__`` or ``__dlpack__``; torch is never imported by
+    sdpa_ref. The results are NumPy float64.
 
     Parameters
     ----------
     q : array_like, shape (..., n_q, d_k)
-        Queries.
+        Queries; (..., n_q, H, d_k) with ``layout="bshd"``.
     k : array_like, shape (..., n_k, d_k)
         Keys.
     v : array_like, shape (..., n_k, d_v)
@@ -530,8 +940,19 @@ def attention(
         key/value head ``h // (H_q // H_kv)`` (grouped- and multi-query
         attention, PyTorch's ``enable_gqa``).
     mask : array_like of bool or float, optional
-        Broadcastable to ``(..., n_q, n_k)``. Boolean: True means "may
+        Broadcastable to the scores, ``(..., n_q, n_k)``, in either layout
+        (as FlashAttention's ``attn_bias``). Boolean: True means "may
         attend". Floating: added to the logits, ``-inf`` forbids.
+    mask_mod : callable, optional
+        FlexAttention's ``mask_mod(b, h, q_idx, kv_idx) -> bool``, True
+        where a pair may attend; called on broadcast NumPy index grids, once
+        per block of keys (see :mod:`sdpa_ref.mods` for the contract and
+        ready mods). Combines with every other mask.
+    score_mod : callable, optional
+        FlexAttention's ``score_mod(score, b, h, q_idx, kv_idx) -> score``,
+        applied to the scaled logits (after ``softcap``, before the masks),
+        written with NumPy. The backward differentiates it by complex steps
+        unless it supplies its derivative (:func:`sdpa_ref.mods.with_derivative`).
     is_causal : bool
         Query ``i`` sees keys ``j <= i'`` (a right window bound of 0); top-left
         aligned by default, as PyTorch. Combines with ``mask``.
@@ -539,8 +960,9 @@ def attention(
         Multiplies ``q kᵀ``. ``None`` means ``1 / sqrt(d_k)``; ``scale=1.0``
         is unscaled attention.
     empty_rows : {"raise", "zero", "nan"}
-        What a query with no allowed key gets: an error naming the row, an
-        output (and weights) of 0 as PyTorch 2.5+ and FlashAttention give,
+        What a query with no allowed key gets: an error naming the row; an
+        output (and weights) of 0, as FlashAttention gives and, from
+        PyTorch 2.5, PyTorch's math backend and CUDA memory-efficient kernel;
         or NaN, the textbook softmax of an all ``-inf`` row.
     check_finite : bool
         Reject NaN and infinity in q, k and v, as SciPy does.
@@ -548,7 +970,8 @@ def attention(
         Where query ``i``'s diagonal lies, for ``is_causal``, ``window`` and
         ``chunk``: at key ``i`` (PyTorch's ``is_causal``), or at key ``i +
         n_k - n_q`` (FlashAttention), from each batch entry's true lengths
-        when ``q_lengths`` or ``k_lengths`` are given.
+        when ``q_lengths``, ``k_lengths``, ``key_leftpad`` or ``cu_seqlens_q``
+        are given. Mods see the raw indices and align themselves.
     window : (int or None, int or None), optional
         ``(left, right)``: query ``i`` sees keys ``i' - left <= j <= i' +
         right``, ``i'`` being ``i`` aligned; None leaves a side unbounded.
@@ -566,18 +989,47 @@ def attention(
         One logit per query head that joins each row's softmax normaliser
         without a value (gpt-oss). A row whose keys are all masked then gets
         weights and output 0, whatever ``empty_rows`` says.
-    q_lengths, k_lengths : array_like of int, shape (B,), optional
-        For 4-D inputs ``(B, H, n, d)``: keys at or past ``k_lengths[b]`` are
-        never attended; queries at or past ``q_lengths[b]`` give output,
-        weights and gradients 0 and a log-sum-exp of ``-inf``.
+    q_lengths : array_like of int, shape (B,), optional
+        For 4-D inputs: batch entry ``b`` has ``q_lengths[b]`` real queries.
+        Those at or past it are padding: output, weights and gradients 0,
+        and a log-sum-exp of ``-inf``.
+    k_lengths : array_like of int, shape (B,), optional
+        For 4-D inputs: batch entry ``b`` has ``k_lengths[b]`` real keys;
+        those at or past it are never attended.
+    key_leftpad : array_like of int, shape (B,), optional
+        For 4-D inputs: the real keys of batch entry ``b`` start at
+        ``key_leftpad[b]`` and end at ``k_lengths[b]`` (or ``n_k``); keys
+        before are left padding, never attended, and mods see key positions
+        counted from the first real key (``attention_ref``'s ``key_leftpad``,
+        FlashAttention's ``cache_leftpad``).
+    cu_seqlens_q, cu_seqlens_k : array_like of int, shape (B + 1,), optional
+        A packed batch, as ``flash_attn_varlen_func`` takes it: q, k and v
+        are ``(total, heads, dim)`` with ``layout="bshd"`` (``(heads,
+        total, dim)`` with "bhsd"), and sequence ``b`` holds tokens
+        ``cu_seqlens[b]`` to ``cu_seqlens[b + 1]``. Every option and mod
+        applies per sequence (``b`` is the sequence, positions count from
+        its start); the output comes back packed like q, the log-sum-exp
+        as ``(heads, total_q)``, the weights padded to ``(B, heads,
+        max_seqlen_q, max_seqlen_k)``; ``mask`` and ``dropout_mask`` are in
+        that padded shape. See :mod:`sdpa_ref.varlen`.
+    seqused_k : array_like of int, shape (B,), optional
+        With ``cu_seqlens_k``: only the first ``seqused_k[b]`` keys of
+        sequence ``b``'s slot are used (FlashAttention 3).
     dropout_mask : array_like of bool, optional
-        True = keep; broadcastable to ``(..., n_q, n_k)``. The output is
-        ``(P ∘ dropout_mask) v / (1 - dropout_p)``; the weights returned are
-        ``P`` before dropout, as FlashAttention returns them.
+        True = keep; broadcastable to the scores, ``(..., n_q, n_k)``, in
+        either layout. The output is ``(P ∘ dropout_mask) v / (1 -
+        dropout_p)``; the weights returned are ``P`` before dropout, as
+        FlashAttention returns them.
     dropout_p : float
         The dropout probability in [0, 1) that ``dropout_mask`` was drawn
         with. sdpa_ref draws no random numbers, so ``dropout_p > 0`` needs a
         mask.
+    layout : {"bhsd", "bshd"}
+        How q, k, v and the output hold their axes: ``"bhsd"`` is (batch,
+        heads, seqlen, dim), as PyTorch's SDPA; ``"bshd"`` is
+        FlashAttention's (batch, seqlen, heads, dim). Masks, weights and the
+        log-sum-exp keep the scores' order, (..., heads, n_q, n_k) and
+        (..., heads, n_q), in both, as FlashAttention returns them.
     return_weights : bool
         Also return the attention weights, shape ``(..., n_q, n_k)``.
     return_lse : bool
@@ -612,28 +1064,71 @@ def attention(
     >>> w.round(3)
     array([[0.   , 0.   , 0.953, 0.047]])
     """
-    p = _prepare(q, k, v, **options)
-    out, weights, lse = _dense_forward(p, return_weights)
-    return _results(out, weights, lse, return_weights, return_lse)
+    options = Options(
+        mask=mask,
+        mask_mod=mask_mod,
+        score_mod=score_mod,
+        is_causal=is_causal,
+        scale=scale,
+        empty_rows=empty_rows,
+        check_finite=check_finite,
+        align=align,
+        window=window,
+        sink_tokens=sink_tokens,
+        chunk=chunk,
+        softcap=softcap,
+        sink_logits=sink_logits,
+        q_lengths=q_lengths,
+        k_lengths=k_lengths,
+        key_leftpad=key_leftpad,
+        cu_seqlens_q=cu_seqlens_q,
+        cu_seqlens_k=cu_seqlens_k,
+        seqused_k=seqused_k,
+        dropout_mask=dropout_mask,
+        dropout_p=dropout_p,
+        layout=layout,
+    )
+    _check_flags(return_weights=return_weights, return_lse=return_lse)
+    p = prepare(q, k, v, options)
+    out, weights, lse = dense_forward(p, want_weights=return_weights)
+    return _results(
+        p.to_caller(out), weights, p.lse_to_caller(lse), return_weights, return_lse
+    )
 
 
-def _results(out, weights, lse, return_weights, return_lse):
-    for flag, name in ((return_weights, "return_weights"), (return_lse, "return_lse")):
-        if not isinstance(flag, (bool, np.bool_)):
+def _check_flags(**flags: object) -> None:
+    for name, flag in flags.items():
+        if not isinstance(flag, bool | np.bool_):
             raise TypeError(f"{name} must be True or False, got {flag!r}")
+
+
+def _results(
+    out: FloatArray,
+    weights: FloatArray | None,
+    lse: FloatArray,
+    return_weights: bool,
+    return_lse: bool,
+) -> FloatArray | tuple[FloatArray, ...]:
     extra = [a for a, flag in ((weights, return_weights), (lse, return_lse)) if flag]
-    return (out, *extra) if extra else out
+    return (out, *(a for a in extra if a is not None)) if extra else out
 
 
-def _dense_forward(p: _Problem, want_weights: bool):
-    """Output, weights (or None) and log-sum-exp, all keys at once."""
+def dense_forward(
+    p: Problem, *, want_weights: bool
+) -> tuple[FloatArray, FloatArray | None, FloatArray]:
+    """Output, weights (or None) and log-sum-exp, all keys at once.
+
+    In the (..., heads, seqlen, dim) order of :class:`Problem`.
+    """
     with np.errstate(over="ignore", invalid="ignore"):  # _check_row_max reports it
         # Scaling q (n_q x d_k numbers) instead of the scores (n_q x n_k)
         # saves a whole pass over the largest array.
         q_scaled = p.q * p.scale
-    scores, _ = p.logits(q_scaled, np.swapaxes(p.k, -1, -2), 0, p.n_k)
+    everything = p.block(0, p.n_k, skip=False)
+    assert everything is not None  # without skip there is always a block
+    scores, _ = p.logits(q_scaled, np.swapaxes(p.k, -1, -2), everything)
     row_max = scores.max(axis=-1, keepdims=True)
-    _check_row_max(row_max)
+    _check_row_max(row_max, p)
     if p.sink is not None:
         # attention_ref's `logits_or_sinks_max` (testing.py:332-336).
         row_max = np.maximum(row_max, p.sink)
@@ -656,14 +1151,17 @@ def _dense_forward(p: _Problem, want_weights: bool):
             scores /= norm
     else:
         scores /= norm
-        out = np.matmul(p.drop(scores, 0, p.n_k), p.v)
+        out = np.matmul(p.drop(scores, everything), p.v)
     weights = scores if want_weights else None
     if empty is not None:
         _fill_empty([a for a in (out, weights) if a is not None], empty, p.empty_rows)
     return out, weights, lse
 
 
-def _empty_rows(p: _Problem, lse):
+_dense_forward = dense_forward  # the name older callers import
+
+
+def _empty_rows(p: Problem, lse: FloatArray) -> BoolArray | None:
     """Rows with no key and no sink, after padded queries get lse = -inf.
 
     Returns None if there are none, else the boolean ``(*batch, n_q)`` array;
@@ -683,15 +1181,136 @@ def _empty_rows(p: _Problem, lse):
     return empty
 
 
+@overload
 def tiled_attention(
-    q,
-    k,
-    v,
+    q: ArrayInput,
+    k: ArrayInput,
+    v: ArrayInput,
     *,
-    block_size=128,
-    return_lse=False,
-    **options,
-):
+    block_size: int = ...,
+    mask: ArrayInput | None = ...,
+    mask_mod: MaskMod | None = ...,
+    score_mod: ScoreMod | None = ...,
+    is_causal: bool = ...,
+    scale: float | None = ...,
+    empty_rows: EmptyRows = ...,
+    check_finite: bool = ...,
+    align: Align = ...,
+    window: Window | None = ...,
+    sink_tokens: int = ...,
+    chunk: int | None = ...,
+    softcap: float | None = ...,
+    sink_logits: ArrayInput | None = ...,
+    q_lengths: ArrayInput | None = ...,
+    k_lengths: ArrayInput | None = ...,
+    key_leftpad: ArrayInput | None = ...,
+    cu_seqlens_q: ArrayInput | None = ...,
+    cu_seqlens_k: ArrayInput | None = ...,
+    seqused_k: ArrayInput | None = ...,
+    dropout_mask: ArrayInput | None = ...,
+    dropout_p: float = ...,
+    layout: Layout = ...,
+    return_lse: Literal[False] = ...,
+) -> FloatArray: ...
+
+
+@overload
+def tiled_attention(
+    q: ArrayInput,
+    k: ArrayInput,
+    v: ArrayInput,
+    *,
+    block_size: int = ...,
+    mask: ArrayInput | None = ...,
+    mask_mod: MaskMod | None = ...,
+    score_mod: ScoreMod | None = ...,
+    is_causal: bool = ...,
+    scale: float | None = ...,
+    empty_rows: EmptyRows = ...,
+    check_finite: bool = ...,
+    align: Align = ...,
+    window: Window | None = ...,
+    sink_tokens: int = ...,
+    chunk: int | None = ...,
+    softcap: float | None = ...,
+    sink_logits: ArrayInput | None = ...,
+    q_lengths: ArrayInput | None = ...,
+    k_lengths: ArrayInput | None = ...,
+    key_leftpad: ArrayInput | None = ...,
+    cu_seqlens_q: ArrayInput | None = ...,
+    cu_seqlens_k: ArrayInput | None = ...,
+    seqused_k: ArrayInput | None = ...,
+    dropout_mask: ArrayInput | None = ...,
+    dropout_p: float = ...,
+    layout: Layout = ...,
+    return_lse: Literal[True],
+) -> tuple[FloatArray, FloatArray]: ...
+
+
+@overload
+def tiled_attention(
+    q: ArrayInput,
+    k: ArrayInput,
+    v: ArrayInput,
+    *,
+    block_size: int = ...,
+    mask: ArrayInput | None = ...,
+    mask_mod: MaskMod | None = ...,
+    score_mod: ScoreMod | None = ...,
+    is_causal: bool = ...,
+    scale: float | None = ...,
+    empty_rows: EmptyRows = ...,
+    check_finite: bool = ...,
+    align: Align = ...,
+    window: Window | None = ...,
+    sink_tokens: int = ...,
+    chunk: int | None = ...,
+    softcap: float | None = ...,
+    sink_logits: ArrayInput | None = ...,
+    q_lengths: ArrayInput | None = ...,
+    k_lengths: ArrayInput | None = ...,
+    key_leftpad: ArrayInput | None = ...,
+    cu_seqlens_q: ArrayInput | None = ...,
+    cu_seqlens_k: ArrayInput | None = ...,
+    seqused_k: ArrayInput | None = ...,
+    dropout_mask: ArrayInput | None = ...,
+    dropout_p: float = ...,
+    layout: Layout = ...,
+    return_lse: bool = ...,
+) -> FloatArray | tuple[FloatArray, FloatArray]: ...
+
+
+@check_keywords
+def tiled_attention(
+    q: ArrayInput,
+    k: ArrayInput,
+    v: ArrayInput,
+    *,
+    block_size: int = 128,
+    mask: ArrayInput | None = None,
+    mask_mod: MaskMod | None = None,
+    score_mod: ScoreMod | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    empty_rows: EmptyRows = "raise",
+    check_finite: bool = True,
+    align: Align = "top_left",
+    window: Window | None = None,
+    sink_tokens: int = 0,
+    chunk: int | None = None,
+    softcap: float | None = None,
+    sink_logits: ArrayInput | None = None,
+    q_lengths: ArrayInput | None = None,
+    k_lengths: ArrayInput | None = None,
+    key_leftpad: ArrayInput | None = None,
+    cu_seqlens_q: ArrayInput | None = None,
+    cu_seqlens_k: ArrayInput | None = None,
+    seqused_k: ArrayInput | None = None,
+    dropout_mask: ArrayInput | None = None,
+    dropout_p: float = 0.0,
+    layout: Layout = "bhsd",
+    return_lse: bool = False,
+) -> FloatArray | tuple[FloatArray, FloatArray]:
     """Attention over key/value blocks with an online softmax, as FlashAttention.
 
     The result equals :func:`attention` to about 1e-12 in float64, but no more
@@ -701,6 +1320,9 @@ def tiled_attention(
     and the block's contribution is added. Every mask is built one block at a
     time; a sink starts the running maximum and sum at ``(sink, 1)``.
 
+    The options ``mask`` to ``layout`` mean what they mean for
+    :func:`attention`.
+
     Parameters
     ----------
     q, k, v
@@ -709,12 +1331,8 @@ def tiled_attention(
         Keys per block, at least 1.
     return_lse : bool
         Also return each row's log-sum-exp, ``m + log l``, as FlashAttention's
-        forward saves it for the backward pass.
-    **options
-        ``mask``, ``is_causal``, ``scale``, ``empty_rows``, ``check_finite``,
-        ``align``, ``window``, ``sink_tokens``, ``chunk``, ``softcap``,
-        ``sink_logits``, ``q_lengths``, ``k_lengths``, ``dropout_mask``,
-        ``dropout_p``: as for :func:`attention`.
+        forward saves it for the backward pass: shape ``(..., H, n_q)`` in
+        either layout.
 
     Returns
     -------
@@ -731,8 +1349,40 @@ def tiled_attention(
     >>> bool(np.abs(dense - tiled).max() < 1e-12)
     True
     """
-    p = _prepare(q, k, v, **options)
+    options = Options(
+        mask=mask,
+        mask_mod=mask_mod,
+        score_mod=score_mod,
+        is_causal=is_causal,
+        scale=scale,
+        empty_rows=empty_rows,
+        check_finite=check_finite,
+        align=align,
+        window=window,
+        sink_tokens=sink_tokens,
+        chunk=chunk,
+        softcap=softcap,
+        sink_logits=sink_logits,
+        q_lengths=q_lengths,
+        k_lengths=k_lengths,
+        key_leftpad=key_leftpad,
+        cu_seqlens_q=cu_seqlens_q,
+        cu_seqlens_k=cu_seqlens_k,
+        seqused_k=seqused_k,
+        dropout_mask=dropout_mask,
+        dropout_p=dropout_p,
+        layout=layout,
+    )
+    _check_flags(return_lse=return_lse)
     block_size = positive_int(block_size, "block_size")
+    p = prepare(q, k, v, options)
+    out, lse = tiled_forward(p, block_size)
+    out = p.to_caller(out)
+    return (out, p.lse_to_caller(lse)) if return_lse else out
+
+
+def tiled_forward(p: Problem, block_size: int) -> tuple[FloatArray, FloatArray]:
+    """Output and log-sum-exp over key blocks, in :class:`Problem`'s order."""
     batch = p.batch
     if p.sink is None:
         running_max = np.full((*batch, p.n_q, 1), -np.inf)
@@ -746,22 +1396,28 @@ def tiled_attention(
     with np.errstate(over="ignore", invalid="ignore"):
         q_scaled = p.q * p.scale
     for start in range(0, p.n_k, block_size):
-        stop = min(start + block_size, p.n_k)
-        scores, _ = p.logits(q_scaled, k_t, start, stop)
+        block = p.block(start, min(start + block_size, p.n_k))
+        if block is None:  # no query may see these keys
+            continue
+        rows = block.rows
+        scores, _ = p.logits(q_scaled, k_t, block)
         block_max = scores.max(axis=-1, keepdims=True)
-        _check_row_max(block_max)
-        new_max = np.maximum(running_max, block_max)
+        _check_row_max(block_max, p)
+        old_max = running_max[..., rows, :]
+        new_max = np.maximum(old_max, block_max)
         # A row that has seen no allowed key yet keeps a -inf maximum; shift it
         # by 0 so that exp gives 0 instead of exp(-inf + inf) = NaN.
         shift = np.where(np.isneginf(new_max), 0.0, new_max)
-        rescale = np.exp(running_max - shift)
+        rescale = np.exp(old_max - shift)
         scores -= shift
         np.exp(scores, out=scores)
-        running_sum *= rescale
-        running_sum += scores.sum(axis=-1, keepdims=True)
-        acc *= rescale
-        acc += np.matmul(p.drop(scores, start, stop), p.v[..., start:stop, :])
-        running_max = new_max
+        running_sum[..., rows, :] *= rescale
+        running_sum[..., rows, :] += scores.sum(axis=-1, keepdims=True)
+        acc[..., rows, :] *= rescale
+        acc[..., rows, :] += np.matmul(
+            p.drop(scores, block), p.v[..., block.start : block.stop, :]
+        )
+        running_max[..., rows, :] = new_max
     with np.errstate(divide="ignore"):
         shift = np.where(np.isneginf(running_max), 0.0, running_max)
         lse = (shift + np.log(running_sum))[..., 0]
@@ -769,5 +1425,8 @@ def tiled_attention(
     running_sum[running_sum == 0] = 1.0
     acc /= running_sum
     if empty is not None:
-        _fill_empty((acc,), empty, p.empty_rows)
-    return _results(acc, None, lse, False, return_lse)
+        _fill_empty([acc], empty, p.empty_rows)
+    return acc, lse
+
+
+_Problem = Problem  # the name older callers import

@@ -1,11 +1,21 @@
-"""What dense attention costs: arithmetic, score memory, KV-cache memory."""
+"""What dense attention costs: arithmetic, score memory, KV-cache memory.
+
+Arithmetic is counted in multiply-adds, ``a * b + c``, the unit of a matrix
+product's inner loop. The FlashAttention papers count floating-point
+operations (FLOPs) instead, two to a multiply-add
+(:data:`FLOPS_PER_MULTIPLY_ADD`), so one head's forward pass of
+``n² (d_k + d_v)`` multiply-adds is ``2 n² (d_k + d_v)`` FLOPs, the
+``4 n² d`` of FlashAttention-2's benchmarks when ``d_k = d_v = d``.
+"""
 
 from __future__ import annotations
 
 from ._checks import positive_int
 
 __all__ = [
+    "FLOPS_PER_MULTIPLY_ADD",
     "OLMO_2_7B",
+    "attention_flops",
     "attention_macs",
     "cost_table",
     "kv_cache_bytes",
@@ -18,13 +28,19 @@ __all__ = [
 #: heads, context length 4096.
 OLMO_2_7B = {"layers": 32, "heads": 32, "context": 4096}
 
+#: Floating-point operations in one multiply-add, a multiplication and an
+#: addition.
+FLOPS_PER_MULTIPLY_ADD = 2
+
 
 def attention_macs(n_q, n_k, d_k, d_v, *, heads=1):
-    """Multiply-adds of dense attention: ``heads * n_q * n_k * (d_k + d_v)``.
+    """Multiply-adds of attention's forward pass: ``heads * n_q * n_k * (d_k + d_v)``.
 
     ``q kᵀ`` takes ``n_q n_k d_k`` of them and ``A v`` another
-    ``n_q n_k d_v``; the softmax adds only ``O(n_q n_k)``. For self-attention
-    with ``n`` tokens and ``d_k = d_v = d`` this is the familiar ``O(n² d)``.
+    ``n_q n_k d_v``; the softmax adds only ``O(n_q n_k)`` operations, which
+    are not counted. For self-attention with ``n`` tokens and
+    ``d_k = d_v = d`` this is the familiar ``O(n² d)``. In FLOPs, twice as
+    many: :func:`sdpa_ref.cost.attention_flops`.
 
     Examples
     --------
@@ -34,6 +50,25 @@ def attention_macs(n_q, n_k, d_k, d_v, *, heads=1):
     n_q, n_k = positive_int(n_q, "n_q"), positive_int(n_k, "n_k")
     d_k, d_v = positive_int(d_k, "d_k"), positive_int(d_v, "d_v")
     return positive_int(heads, "heads") * n_q * n_k * (d_k + d_v)
+
+
+def attention_flops(n_q, n_k, d_k, d_v, *, heads=1):
+    """Floating-point operations of the same two matrix products: 2 per multiply-add.
+
+    For ``d_k = d_v = d`` this is ``4 n_q n_k d`` per head, the forward-pass
+    count that FlashAttention-2's benchmarks use (Dao 2024, Section 4.1).
+
+    Examples
+    --------
+    One head of width 64 over 1,024 tokens: 134,217,728 multiply-adds, and
+    twice as many FLOPs.
+
+    >>> attention_flops(1024, 1024, 64, 64)
+    268435456
+    >>> attention_flops(1024, 1024, 64, 64) == 4 * 1024**2 * 64
+    True
+    """
+    return FLOPS_PER_MULTIPLY_ADD * attention_macs(n_q, n_k, d_k, d_v, heads=heads)
 
 
 def score_bytes(n_q, n_k, *, heads=1, itemsize=4):
@@ -103,8 +138,9 @@ def kv_cache_bytes(seq_len, *, layers, kv_heads, head_dim, itemsize=2, batch=1):
 def cost_table(lengths, *, d_k=64, d_v=64, heads=1, itemsize=4):
     """Self-attention cost for each sequence length: one dict per length.
 
-    Each row holds ``n``, ``macs`` (multiply-adds) and ``score_bytes`` (the
-    ``n x n`` score matrix of every head), all exact integers, and
+    Each row holds ``n``, ``macs`` (multiply-adds of the forward pass),
+    ``flops`` (the same work in FLOPs, twice ``macs``) and ``score_bytes``
+    (the ``n x n`` score matrix of every head), all exact integers, and
     ``length_growth`` and ``macs_growth``, both relative to the first row.
 
     Examples
@@ -112,6 +148,8 @@ def cost_table(lengths, *, d_k=64, d_v=64, heads=1, itemsize=4):
     >>> rows = cost_table([1024, 2048])
     >>> [row["macs"] for row in rows]
     [134217728, 536870912]
+    >>> rows[0]["flops"] == 2 * rows[0]["macs"]
+    True
     >>> rows[-1]["length_growth"], rows[-1]["macs_growth"]
     (2.0, 4.0)
     """
@@ -119,6 +157,7 @@ def cost_table(lengths, *, d_k=64, d_v=64, heads=1, itemsize=4):
         {
             "n": n,
             "macs": attention_macs(n, n, d_k, d_v, heads=heads),
+            "flops": attention_flops(n, n, d_k, d_v, heads=heads),
             "score_bytes": score_bytes(n, n, heads=heads, itemsize=itemsize),
         }
         for n in lengths

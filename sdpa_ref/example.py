@@ -36,6 +36,8 @@ from .spread import entropy, max_entropy
 
 __all__ = [
     "BASE_WIDTH",
+    "GEMMA2_27B_QUERY_PRE_ATTN_SCALAR",
+    "GEMMA2_SHAPES",
     "KEY_NAMES",
     "QUERY_NAMES",
     "TRANSFORMER_D_MODEL",
@@ -45,6 +47,8 @@ __all__ = [
     "compare",
     "cross_attention_vectors",
     "head_width",
+    "head_width_rows",
+    "projection_example",
     "raw_scores",
     "scale_divisor",
     "shape_rows",
@@ -57,7 +61,7 @@ WIDTHS = (4, 16, 64, 256)
 #: The width the vectors are written at; wider heads repeat it.
 BASE_WIDTH = 4
 
-#: Model width ``d_model`` of the original Transformer's base model: every
+#: Model width ``d_model`` of the original Transformer's base model; every
 #: sub-layer and embedding outputs vectors of this width (Vaswani et al. 2017,
 #: "Attention Is All You Need", arXiv:1706.03762, Sections 3.1 and 3.3, and
 #: Table 3, row "base").
@@ -66,6 +70,25 @@ TRANSFORMER_D_MODEL = 512
 #: Number of attention heads ``h`` of the same base model ("we employ h = 8
 #: parallel attention layers, or heads", Section 3.2.2 of the same paper).
 TRANSFORMER_HEADS = 8
+
+#: Model width, number of query heads and head width ("Head size") of the
+#: three Gemma 2 models, from Table 1 of Gemma Team (2024), "Gemma 2:
+#: Improving Open Language Models at a Practical Size", arXiv:2408.00118. None
+#: of them splits d_model evenly: the heads' width is chosen on its own.
+GEMMA2_SHAPES = {
+    "Gemma 2 2B": {"d_model": 2304, "heads": 8, "head_width": 256},
+    "Gemma 2 9B": {"d_model": 3584, "heads": 16, "head_width": 256},
+    "Gemma 2 27B": {"d_model": 4608, "heads": 32, "head_width": 128},
+}
+
+#: The number whose square root Gemma 2 27B divides its scores by, in place
+#: of its head width of 128: ``query_pre_attn_scalar=144``, commented
+#: "hidden_size / num_attention_heads", in Google's reference implementation
+#: (google/gemma_pytorch, commit 014acb7, gemma/config.py,
+#: ``get_config_for_27b``). Its gemma/model.py multiplies the queries by
+#: ``query_pre_attn_scalar**-0.5`` when that is set, and by
+#: ``head_dim**-0.5`` otherwise, as for the 2B and 9B models.
+GEMMA2_27B_QUERY_PRE_ATTN_SCALAR = 144
 
 _QUERIES = np.array(
     [
@@ -96,6 +119,20 @@ _VALUES = np.array(
 
 QUERY_NAMES = tuple(f"Q{i}" for i in range(len(_QUERIES)))
 KEY_NAMES = tuple(f"K{j}" for j in range(len(_KEYS)))
+
+# Three tokens of width d_model = 4 and projections to width 2, small
+# integers so that every product can be checked by hand.
+_TOKENS = np.array(
+    [
+        [1, 0, 1, 0],
+        [0, 2, 0, 1],
+        [1, 1, 0, -1],
+    ],
+    dtype=np.float64,
+)
+_W_Q = np.array([[1, 0], [0, 1], [1, 1], [0, -1]], dtype=np.float64)
+_W_K = np.array([[0, 1], [1, 0], [1, 0], [0, 1]], dtype=np.float64)
+_W_V = np.array([[1, 0], [0, 1], [0, 1], [1, 0]], dtype=np.float64)
 
 
 def vectors(width):
@@ -274,11 +311,12 @@ def shape_rows(n_q, n_k, d_k, d_v):
 
 
 def head_width(d_model, heads):
-    """The width of one head, ``d_k = d_model / h``.
+    """The width of one head when the model width is split evenly, ``d_model / h``.
 
-    Multi-head attention splits the model width evenly between the heads, so
-    each head's queries and keys are ``d_model / h`` wide (Vaswani et al.
-    2017, Section 3.2.2: ``d_k = d_v = d_model / h = 64``).
+    The Transformer paper splits the model width evenly between the heads, so
+    that each head's queries and keys are ``d_model / h`` wide (Vaswani et al.
+    2017, Section 3.2.2: ``d_k = d_v = d_model / h = 64``). That is a choice:
+    other models set the head width on its own (:data:`GEMMA2_SHAPES`).
 
     Parameters
     ----------
@@ -324,3 +362,90 @@ def scale_divisor(d_k):
     2.0
     """
     return float(np.sqrt(positive_int(d_k, "d_k")))
+
+
+def projection_example():
+    """Queries, keys and values projected from three tokens, as in self-attention.
+
+    Each token is a row of ``X`` (``n = 3`` tokens of width ``d_model = 4``);
+    ``W_Q``, ``W_K`` and ``W_V`` (``4 × 2`` each) are the learned projections,
+    here small integers. Row ``i`` of ``Q = X W_Q`` is token ``i``'s query,
+    and likewise for keys and values.
+
+    Returns
+    -------
+    dict of numpy.ndarray
+        ``"X"``, ``"W_Q"``, ``"W_K"``, ``"W_V"``, ``"Q"``, ``"K"``, ``"V"``, and
+        ``"scores"`` (``Q Kᵀ``); fresh copies.
+
+    Examples
+    --------
+    >>> p = projection_example()
+    >>> p["X"][0], p["W_Q"][:, 1]
+    (array([1., 0., 1., 0.]), array([ 0.,  1.,  1., -1.]))
+    >>> p["Q"]
+    array([[2., 1.],
+           [0., 1.],
+           [1., 2.]])
+    >>> p["scores"][0]
+    array([3., 5., 2.])
+    """
+    x = _TOKENS.copy()
+    q, k, v = x @ _W_Q, x @ _W_K, x @ _W_V
+    return {
+        "X": x,
+        "W_Q": _W_Q.copy(),
+        "W_K": _W_K.copy(),
+        "W_V": _W_V.copy(),
+        "Q": q,
+        "K": k,
+        "V": v,
+        "scores": q @ k.T,
+    }
+
+
+def head_width_rows(models=None):
+    """Model width, heads, the even split ``d_model / h`` and the head width used.
+
+    The first row is the original Transformer's base model, which splits its
+    width evenly; the others are :data:`GEMMA2_SHAPES` (or ``models``, a dict
+    of the same form), which do not. ``concat_width`` is ``h · d_k``, the
+    width of the heads' outputs side by side before the output projection
+    (for heads whose values are as wide as their keys).
+
+    Returns
+    -------
+    list of dict
+        ``name``, ``d_model``, ``heads``, ``even_split``, ``head_width``,
+        ``concat_width``.
+
+    Examples
+    --------
+    >>> rows = head_width_rows()
+    >>> [(r["name"], r["even_split"], r["head_width"]) for r in rows[:3]]
+    [('Transformer', 64, 64), ('Gemma 2 2B', 288, 256), ('Gemma 2 9B', 224, 256)]
+    >>> rows[2]["concat_width"], rows[2]["d_model"]
+    (4096, 3584)
+    """
+    transformer = {
+        "d_model": TRANSFORMER_D_MODEL,
+        "heads": TRANSFORMER_HEADS,
+        "head_width": head_width(TRANSFORMER_D_MODEL, TRANSFORMER_HEADS),
+    }
+    shapes = {"Transformer": transformer, **(models or GEMMA2_SHAPES)}
+    rows = []
+    for name, shape in shapes.items():
+        d_model = positive_int(shape["d_model"], "d_model")
+        heads = positive_int(shape["heads"], "heads")
+        width = positive_int(shape["head_width"], "head_width")
+        rows.append(
+            {
+                "name": name,
+                "d_model": d_model,
+                "heads": heads,
+                "even_split": head_width(d_model, heads),
+                "head_width": width,
+                "concat_width": heads * width,
+            }
+        )
+    return rows

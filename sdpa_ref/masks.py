@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import positive_int
-from .core import _prepare, attention, causal_mask, softmax
+from ._checks import nonnegative_int, positive_int
+from .core import _prepare, attention, softmax
+from .cost import OLMO_2_7B
+from .mods import create_mask, sliding_window
 from .random_model import SEED
 
 __all__ = [
+    "D2L_FILL_EXPONENT",
     "MISTRAL_7B_KV",
+    "OLMO_2_7B_HIDDEN",
     "OLMO_2_7B_KV",
     "TUTORIAL_FILL",
     "TUTORIAL_FILL_EXPONENT",
+    "agreement_text",
     "as_logits",
     "count_pairs",
     "empty_row_outcomes",
@@ -34,15 +39,34 @@ TUTORIAL_FILL_EXPONENT = 9
 #: into masked logits: ``scores.masked_fill(mask == 0, -1e9)``.
 TUTORIAL_FILL = -(10.0**TUTORIAL_FILL_EXPONENT)
 
-#: Key/value shape of OLMo 2 7B: 32 layers of 32 attention heads, each head
-#: with its own keys and values (multi-head attention), hidden size 4096, so
-#: heads of width 4096 / 32 = 128 (model card of allenai/OLMo-2-1124-7B;
-#: transformers' Olmo2Config, whose key/value heads default to the heads).
-OLMO_2_7B_KV = {"layers": 32, "kv_heads": 32, "head_dim": 4096 // 32}
+#: The power of ten in the fill of Dive into Deep Learning's ``masked_softmax``
+#: (Zhang et al., d2l-en release v1.0.3, Section 11.3.2): "On the last axis,
+#: replace masked elements with a very large negative value, whose
+#: exponentiation outputs 0", ``_sequence_mask(..., value=-1e6)``. A row with
+#: no valid key gets -1e6 everywhere, and equal weights, as with
+#: :data:`TUTORIAL_FILL`.
+D2L_FILL_EXPONENT = 6
 
-#: Key/value shape of Mistral 7B (Jiang et al., 2023, Table 1): 32 layers,
-#: 8 key/value heads shared by its 32 query heads, head width 128, and a
-#: sliding window of 4096 tokens, which also bounds its rolling-buffer cache.
+#: OLMo 2 7B's hidden size (model card of allenai/OLMo-2-1124-7B), which its
+#: 32 attention heads split into heads of width 4096 / 32 = 128.
+OLMO_2_7B_HIDDEN = 4096
+
+#: Key/value shape of OLMo 2 7B, from the layers and heads of
+#: :data:`sdpa_ref.cost.OLMO_2_7B`, each head with its own keys and values
+#: (multi-head attention: transformers' Olmo2Config defaults its key/value
+#: heads to its attention heads), of width hidden size / heads.
+OLMO_2_7B_KV = {
+    "layers": OLMO_2_7B["layers"],
+    "kv_heads": OLMO_2_7B["heads"],
+    "head_dim": OLMO_2_7B_HIDDEN // OLMO_2_7B["heads"],
+}
+
+#: Key/value shape of Mistral 7B v0.1, the model of Jiang et al. (2023),
+#: Table 1: 32 layers, 8 key/value heads shared by its 32 query heads, head
+#: width 128, and ``window_size`` W = 4096. The paper counts W positions
+#: back (position i attends to positions i - W to i), ``window=(W, 0)`` in
+#: :func:`sdpa_ref.attention`'s terms; a rolling-buffer cache holds W
+#: positions. Mistral 7B v0.2 and later have no sliding window.
 MISTRAL_7B_KV = {"layers": 32, "kv_heads": 8, "head_dim": 128, "window": 4096}
 
 
@@ -103,24 +127,25 @@ def kv_cache_tokens(n, window=None):
     return min(n, positive_int(window, "window"))
 
 
-def sliding_window_mask(n, window, align="top_left"):
-    """Causal mask that also forgets keys more than ``window - 1`` steps back.
+def sliding_window_mask(n, left):
+    """Causal sliding window: query ``i`` sees itself and the ``left`` keys before it.
 
-    Query ``i`` sees keys ``i - window + 1`` to ``i``: local attention as in
-    sparse and sliding-window models.
+    Keys ``i - left`` to ``i``, ``left + 1`` of them: the mask of
+    ``sdpa_ref.attention(q, k, v, window=(left, 0))`` on ``n`` tokens, as
+    FlashAttention's ``window_size=(left, 0)``. ``left`` counts the keys to
+    the query's left, not the query itself.
 
     Examples
     --------
-    >>> sliding_window_mask(4, 2).astype(int)
+    >>> sliding_window_mask(4, 1).astype(int)
     array([[1, 0, 0, 0],
            [1, 1, 0, 0],
            [0, 1, 1, 0],
            [0, 0, 1, 1]])
     """
     n = positive_int(n, "n")
-    window = positive_int(window, "window")
-    rows, cols = np.arange(n)[:, None], np.arange(n)[None, :]
-    return causal_mask(n, n, align) & (cols > rows - window)
+    left = nonnegative_int(left, "left")
+    return create_mask(sliding_window(left, 0), None, None, n, n)[0, 0]
 
 
 def masked_fill_attention(q, k, v, mask, fill=TUTORIAL_FILL):
@@ -210,7 +235,7 @@ def count_pairs(mask):
 
     Examples
     --------
-    >>> count_pairs(sliding_window_mask(4, 2))
+    >>> count_pairs(sliding_window_mask(4, 1))
     (7, 0.4375)
     """
     mask = np.asarray(mask, dtype=bool)
@@ -218,27 +243,57 @@ def count_pairs(mask):
     return kept, kept / mask.size
 
 
-def pooled_outputs(outcomes):
-    """Mean of each convention's outputs over all queries: one pooled vector.
+def pooled_outputs(outcomes, keep=None):
+    """Each convention's outputs averaged over queries: one pooled vector each.
 
-    Pooling is a typical next step (a classifier head, a loss). NaN in any
-    row makes the whole pool NaN; the other conventions give numbers, but
-    only "zero" leaves the empty rows out of the sum.
+    Pooling is a typical next step (a classifier head, a loss). Without
+    ``keep`` it is the plain mean over all queries: the empty rows count in
+    the denominator whatever they hold, so "zero" adds nothing to the sum
+    but still shrinks the mean. With ``keep``, a boolean per query, it is the
+    mask-aware mean ``sum(out * keep) / sum(keep)`` over the queries that saw
+    a key; NaN survives even that, because ``nan * 0`` is NaN.
 
     Examples
     --------
     >>> rows = {"nan": [[1.0], [np.nan]], "zero": [[1.0], [0.0]]}
     >>> {name: p.tolist() for name, p in pooled_outputs(rows).items()}
     {'nan': [nan], 'zero': [0.5]}
+    >>> {k: p.tolist() for k, p in pooled_outputs(rows, [True, False]).items()}
+    {'nan': [nan], 'zero': [1.0]}
     """
-    return {
-        name: np.asarray(out, dtype=np.float64).mean(axis=-2)
-        for name, out in outcomes.items()
-    }
+    if keep is not None:
+        keep = np.asarray(keep, dtype=np.float64)[:, None]
+    pooled = {}
+    for name, rows in outcomes.items():
+        out = np.asarray(rows, dtype=np.float64)
+        if keep is None:
+            pooled[name] = out.mean(axis=-2)
+        else:
+            pooled[name] = (out * keep).sum(axis=-2) / keep.sum()
+    return pooled
 
 
-def window_pairs(lengths, window):
+def agreement_text(gap):
+    """How two computations agree, in words: exactly, or to within ``gap``.
+
+    Examples
+    --------
+    >>> agreement_text(0.0)
+    'bit for bit'
+    >>> agreement_text(2.2e-16)
+    'to within 2.2e-16'
+    """
+    gap = float(gap)
+    if gap < 0 or np.isnan(gap):
+        raise ValueError(f"gap must be a nonnegative number, got {gap}")
+    return "bit for bit" if gap == 0 else f"to within {gap:.1e}"
+
+
+def window_pairs(lengths, left):
     """Pairs a causal sliding window keeps, against full causal attention.
+
+    The window is :func:`sliding_window_mask`'s: each query sees itself and
+    the ``left`` keys before it.
 
     Returns
     -------
@@ -248,15 +303,17 @@ def window_pairs(lengths, window):
 
     Examples
     --------
-    >>> window_pairs([4], 2)
+    >>> window_pairs([4], 1)
     [{'n': 4, 'causal': 10, 'window': 7, 'fraction': 0.7}]
     """
-    window = positive_int(window, "window")
+    left = nonnegative_int(left, "left")
     rows = []
     for length in lengths:
         n = positive_int(int(length), "lengths")
         causal = n * (n + 1) // 2
-        kept = causal - (n - window) * (n - window + 1) // 2 if n > window else causal
+        # Query i drops the i - left keys before its window, when i > left.
+        dropped = (n - left - 1) * (n - left) // 2 if n > left else 0
+        kept = causal - dropped
         rows.append(
             {"n": n, "causal": causal, "window": kept, "fraction": kept / causal}
         )

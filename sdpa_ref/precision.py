@@ -13,8 +13,14 @@ __all__ = [
     "DTYPES",
     "decimal_digits",
     "equal_row_weights",
+    "min_fill_logits",
+    "min_fill_regimes",
+    "min_fill_weights",
+    "most_negative",
     "precision_sweep",
+    "relative_rounding_bound",
     "significand_bits",
+    "smallest_normal",
     "softmax_error",
     "softmax_in",
     "stable_error_in_units",
@@ -22,13 +28,13 @@ __all__ = [
     "unit_roundoff",
 ]
 
-#: The largest finite bfloat16: 8 bits of significand, float32's exponents.
+#: The largest finite bfloat16, with 8 bits of significand and float32's exponents.
 BFLOAT16_MAX = (2 - 2**-7) * 2.0**127
 
 #: The precisions the site compares, narrowest first.
 DTYPES = ("float16", "bfloat16", "float32")
 
-#: Where :func:`softmax_in` keeps its intermediates: ``None`` rounds every
+#: Where :func:`softmax_in` keeps its intermediates. ``None`` rounds every
 #: step to the type itself (a pessimistic model), ``"float32"`` keeps them in
 #: float32 and rounds only the weights, close to what fused kernels do.
 ACCUMULATE = (None, "float32")
@@ -75,6 +81,68 @@ def unit_roundoff(dtype):
     '5.96e-08'
     """
     return 2.0 ** -significand_bits(dtype)
+
+
+def _min_exponent(dtype):
+    """The exponent of a type's smallest normal number: -14 in float16."""
+    if dtype == "bfloat16":  # float32's exponents
+        return -126
+    return int(np.finfo(np.dtype(dtype)).minexp)
+
+
+def smallest_normal(dtype):
+    """The smallest positive normal number of a type, ``2**emin``.
+
+    Below it lie the subnormal numbers, evenly spaced all the way to zero.
+
+    Examples
+    --------
+    >>> f"{smallest_normal('float16'):.3e}", f"{smallest_normal('bfloat16'):.3e}"
+    ('6.104e-05', '1.175e-38')
+    >>> smallest_normal("float32") == float(np.finfo(np.float32).smallest_normal)
+    True
+    """
+    return 2.0 ** _min_exponent(dtype)
+
+
+def relative_rounding_bound(x, dtype, *, in_units=False):
+    """How far, relative to ``|x|``, rounding ``x`` to nearest in ``dtype`` may move it.
+
+    Half the spacing of the type's numbers at ``x``, divided by ``|x|``. In
+    the normal range this is at most the unit roundoff ``u``
+    (:func:`unit_roundoff`), and exactly ``u`` at a power of two. Below the
+    smallest normal number (:func:`smallest_normal`) the spacing stays at
+    that of the smallest normals, so the bound grows as ``x`` shrinks.
+
+    Parameters
+    ----------
+    x : float
+        A positive or negative finite number, not zero.
+    dtype : str
+        ``"float16"``, ``"bfloat16"``, ``"float32"`` or ``"float64"``.
+    in_units : bool, optional
+        Give the bound in units of ``u`` rather than as a fraction.
+
+    Examples
+    --------
+    The weight ``e⁻¹² / (1 + e⁻¹²)`` is a float16 subnormal: rounding can
+    move a number that small by about ten units of float16's ``u``.
+
+    >>> w = float(np.exp(-12) / (1 + np.exp(-12)))
+    >>> f"{relative_rounding_bound(w, 'float16'):.2e}"
+    '4.85e-03'
+    >>> round(relative_rounding_bound(w, "float16", in_units=True), 1)
+    9.9
+    >>> relative_rounding_bound(1.0, "float16", in_units=True)  # normal: at most u
+    1.0
+    """
+    value = abs(float(x))
+    if not np.isfinite(value) or value == 0.0:
+        raise ValueError(f"x must be finite and not zero, got {x!r}")
+    p = significand_bits(dtype)
+    exponent = max(int(np.floor(np.log2(value))), _min_exponent(dtype))
+    bound = 2.0 ** (exponent - p) / value
+    return bound / unit_roundoff(dtype) if in_units else bound
 
 
 def to_bfloat16(x):
@@ -321,3 +389,125 @@ def stable_error_in_units(rows):
         for row in rows
         for dtype in DTYPES
     )
+
+
+def most_negative(dtype):
+    """The most negative finite number of a type: ``finfo(dtype).min``.
+
+    Examples
+    --------
+    >>> most_negative("float16"), most_negative("bfloat16") == -BFLOAT16_MAX
+    (-65504.0, True)
+    """
+    if dtype == "bfloat16":
+        return -BFLOAT16_MAX
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    return float(np.finfo(dtype).min)
+
+
+def min_fill_logits(scores, dtype):
+    """What a forbidden key's logit becomes when the mask's fill is *added*.
+
+    A mask that holds 0 for allowed keys and :func:`most_negative` of the
+    model's type for forbidden ones, added to the scores in that type, gives
+    a forbidden key the logit ``score + most_negative(dtype)``, rounded to
+    the type: -inf when the sum overflows. The scores are rounded to the type
+    first, as a model in that type computes them. Returned as float64.
+
+    The sum of two such numbers is exact in float64 wherever the rounding
+    could matter, so rounding it once to the type gives the correctly
+    rounded sum; for bfloat16 the float64 sum goes through float32, which is
+    exact there too.
+
+    Examples
+    --------
+    In float16 the fill is -65504 and its neighbours lie 32 apart:
+
+    >>> min_fill_logits([-20.0, -15.0, 15.0, 20.0], "float16")
+    array([   -inf, -65504., -65504., -65472.])
+    """
+    fill = most_negative(dtype)  # also rejects an unknown dtype
+    cast = _caster(dtype)
+    scores = real_array(scores, "scores", dtype=np.float64)
+    with np.errstate(over="ignore"):
+        exact = fill + np.asarray(cast(scores), dtype=np.float64)
+        return np.asarray(cast(exact), dtype=np.float64)
+
+
+def min_fill_weights(scores, dtype):
+    """Softmax, in float32, of a row whose every key is forbidden by an added fill.
+
+    The logits are :func:`min_fill_logits`; the softmax is taken in float32
+    with the row maximum subtracted, as ``torch.softmax(..., dtype=float32)``
+    does, so a row whose logits are all -inf gives NaN.
+
+    Examples
+    --------
+    >>> min_fill_weights([1.0, -3.0, 5.0, 0.0], "float16")
+    array([0.25, 0.25, 0.25, 0.25])
+    >>> min_fill_weights([-20.0, -16.0], "float16")
+    array([nan, nan])
+    """
+    logits = min_fill_logits(scores, dtype).astype(np.float32)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        return (e / e.sum(axis=-1, keepdims=True)).astype(np.float64)
+
+
+#: Bit patterns of the largest finite positive value of each type, and how a
+#: pattern becomes a value; positive floats sort as their patterns do.
+_POSITIVE_PATTERNS = {
+    "float16": (0x7BFF, lambda b: np.array(b, np.uint16).view(np.float16)),
+    "bfloat16": (0x7F7F, lambda b: np.array(b << 16, np.uint32).view(np.float32)),
+    "float32": (0x7F7FFFFF, lambda b: np.array(b, np.uint32).view(np.float32)),
+}
+
+
+def _smallest_positive(dtype, holds):
+    """The smallest positive value ``s`` of the type for which ``holds(s)``.
+
+    ``holds`` must be monotone (false, then true) over the positive values;
+    a bisection over their bit patterns finds where it turns.
+    """
+    top, value = _POSITIVE_PATTERNS[dtype]
+    lo, hi = 1, top
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if holds(float(value(mid))):
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(value(lo))
+
+
+def min_fill_regimes(dtype):
+    """Where an added score starts to move the fill, and where it overflows.
+
+    Returns a dict: ``fill`` (:func:`most_negative`), ``moves_from`` (the
+    smallest positive score of the type that changes the logit),
+    ``step`` (how far that score moves it: the spacing of the type at the
+    fill), and ``overflows_from`` (the negative score of smallest size that
+    sends the logit to -inf). Scores strictly between ``overflows_from`` and
+    ``moves_from`` leave the logit at the fill exactly.
+
+    Examples
+    --------
+    >>> min_fill_regimes("float16")
+    {'fill': -65504.0, 'moves_from': 16.0, 'step': 32.0, 'overflows_from': -16.0}
+    """
+    fill = most_negative(dtype)
+
+    def moved(s):
+        return bool(min_fill_logits(s, dtype) > fill)
+
+    def overflowed(s):
+        return bool(np.isneginf(min_fill_logits(-s, dtype)))
+
+    moves_from = _smallest_positive(dtype, moved)
+    return {
+        "fill": fill,
+        "moves_from": moves_from,
+        "step": float(min_fill_logits(moves_from, dtype)) - fill,
+        "overflows_from": -_smallest_positive(dtype, overflowed),
+    }

@@ -29,6 +29,7 @@ __all__ = [
     "max_score_bound",
     "measured_score_std",
     "model_sweep",
+    "row_top",
     "sample_dot_products",
     "score_std",
     "standard_score_row",
@@ -64,7 +65,7 @@ def variance_profile(d_k, *, reverse=False):
     return np.sqrt(variances[::-1] if reverse else variances)
 
 
-#: Models of the coordinates that the site simulates: the text's own model,
+#: Models of the coordinates that the site simulates, the text's own model
 #: and one broken assumption each. ``std`` (and ``key_std``) may be a function
 #: of the width.
 BROKEN_MODELS = {
@@ -194,10 +195,10 @@ def within_row_std(d_k, *, mean=0.0, std=1.0, correlation=0.0, key_std=None):
     ``sqrt(E[qᵀ S_k q]) = sqrt(tr(S_q S_k) + meanᵀ S_k mean)``,
 
     is the spread softmax sees. It leaves out ``Var(q·mean) = meanᵀ S_q
-    mean``, the part of :func:`~sdpa_ref.dot_product_std`'s variance that moves whole
+    mean``, the part of :func:`dot_product_std`'s variance that moves whole
     rows up and down. With mean 0 the two spreads are the same.
 
-    Parameters are those of :func:`~sdpa_ref.dot_product_std`.
+    Parameters are those of :func:`dot_product_std`.
 
     Examples
     --------
@@ -481,3 +482,65 @@ def max_score_bound(n_keys, *, std=1.0):
     """
     n_keys = positive_int(n_keys, "n_keys")
     return float(std) * float(np.sqrt(2.0 * np.log(n_keys)))
+
+
+def row_top(n_keys, *, std=1.0, n_rows=5_000, seed=SEED, quantiles=(0.25, 0.5, 0.75)):
+    """How far a row's largest score leads the next, and the weight it gets.
+
+    Rows of ``n_keys`` independent normal scores with mean 0 and standard
+    deviation ``std``, as :func:`expected_max_score` draws them. What makes a
+    softmax saturate is the lead of the largest score over the second
+    largest: softmax gives the top key ``exp(gap)`` times the runner-up's
+    weight (:func:`sdpa_ref.spread.top_gap`). This returns quantiles over
+    the rows of that gap, in the scores' units, and of the top key's weight
+    when the row is put through softmax as it is.
+
+    Parameters
+    ----------
+    n_keys : int
+        Scores per row, at least 2.
+    std : float, optional
+        Standard deviation of one score.
+    n_rows : int, optional
+    seed : int, optional
+    quantiles : sequence of float, optional
+
+    Returns
+    -------
+    dict of numpy.ndarray
+        ``gap`` and ``top_weight``, one value per quantile.
+
+    Examples
+    --------
+    The gap scales with the spread; the weight does not, and saturates:
+
+    >>> narrow = row_top(1024)
+    >>> wide = row_top(1024, std=score_std(512))
+    >>> bool(np.allclose(wide["gap"], score_std(512) * narrow["gap"]))
+    True
+    >>> print(f"{narrow['top_weight'][1]:.3f} {wide['top_weight'][1]:.3f}")
+    0.015 0.989
+    """
+    n_keys = positive_int(n_keys, "n_keys")
+    n_rows = positive_int(n_rows, "n_rows")
+    if n_keys < 2:
+        raise ValueError(f"n_keys must be at least 2 to have a gap, got {n_keys}")
+    scale = float(std)
+    if not (np.isfinite(scale) and scale >= 0):
+        raise ValueError(f"std must be finite and nonnegative, got {std!r}")
+    levels = real_array(quantiles, "quantiles", min_ndim=1, dtype=np.float64)
+    if ((levels < 0) | (levels > 1)).any():
+        raise ValueError(f"quantiles must lie in [0, 1], got {levels}")
+    rng = np.random.default_rng(seed)
+    rows_at_once = max(1, 2**20 // n_keys)  # bounds memory for long rows
+    gaps, tops = [], []
+    for start in range(0, n_rows, rows_at_once):
+        rows = scale * rng.standard_normal((min(rows_at_once, n_rows - start), n_keys))
+        two = np.sort(np.partition(rows, -2, axis=1)[:, -2:], axis=1)
+        gaps.append(two[:, 1] - two[:, 0])
+        # The top weight is 1 / sum_j exp(s_j - max): no softmax of the whole row.
+        tops.append(1.0 / np.exp(rows - two[:, 1:]).sum(axis=1))
+    return {
+        "gap": np.quantile(np.concatenate(gaps), levels),
+        "top_weight": np.quantile(np.concatenate(tops), levels),
+    }

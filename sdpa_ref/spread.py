@@ -264,7 +264,7 @@ def top_gap(scores):
 
 
 def saturation_quantiles(rows, spread, d_k, quantiles=(0.25, 0.5, 0.75)):
-    """Quantiles over many rows of what :func:`sdpa_ref.saturation` measures on one.
+    """Quantiles over many rows of what :func:`saturation` measures on one.
 
     Each row is stretched by ``spread`` and put through softmax as it is and
     divided by ``sqrt(d_k)``. One row is one draw; the quantiles say how
@@ -285,7 +285,7 @@ def saturation_quantiles(rows, spread, d_k, quantiles=(0.25, 0.5, 0.75)):
     Returns
     -------
     dict of numpy.ndarray
-        The keys of :func:`sdpa_ref.saturation` (``top_weight_raw``,
+        The keys of :func:`saturation` (``top_weight_raw``,
         ``top_weight_scaled``, ``rest_weight_raw``, ``rest_weight_scaled``,
         ``jacobian_norm_raw``, ``jacobian_norm_scaled``) and ``top_gap``, the
         gap between each base row's two largest scores (:func:`top_gap`), each

@@ -21,14 +21,15 @@ def attention_steps(q, k, v, *, is_causal=False):
     2. ``scaled = scores / sqrt(d_k)``;
     3. ``mask``, the additive mask ``M``: 0 where a key is allowed, ``-inf``
        where not (top-left causal, or all 0), and ``masked``, the logits
-       ``L = scaled + M``;
+       ``L = scaled + M``; ``allowed`` and ``forbidden`` mark the pairs
+       that may and may not take part, as booleans;
     4. ``shifted``: each row of ``L`` minus its maximum, so the largest is 0;
     5. ``weights = softmax(L)``, each row summing to 1;
     6. ``output = weights v``.
 
     The result also holds ``naive_weights``, the softmax without the shift,
     and ``shift_effect``, the largest difference between the two (zero up
-    to rounding), and it checks ``output`` against :func:`attention`.
+    to rounding), and it checks ``output`` against :func:`sdpa_ref.attention`.
 
     Returns
     -------
@@ -67,6 +68,7 @@ def attention_steps(q, k, v, *, is_causal=False):
         "scores": scores,
         "scaled": scaled,
         "allowed": allowed,
+        "forbidden": ~allowed,
         "mask": mask,
         "masked": masked,
         "shifted": shifted,

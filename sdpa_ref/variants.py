@@ -8,6 +8,7 @@ from . import example as authored
 from ._checks import positive_int, real_array
 from .core import attention
 from .cost import kv_cache_bytes
+from .masks import MISTRAL_7B_KV
 from .random_model import SEED
 from .spread import entropy
 
@@ -15,6 +16,7 @@ __all__ = [
     "MISTRAL_7B_WINDOW",
     "MODEL_SHAPES",
     "QK_NORM_GAIN",
+    "RANDOM_FEATURE_DRAWS",
     "SCALE_CHOICES",
     "elu_feature_map",
     "gqa_equivalence",
@@ -31,15 +33,16 @@ __all__ = [
     "window_reach",
 ]
 
-#: Attention shapes of three published decoder models: layers, query heads,
+#: Attention shapes of three published decoder models, as layers, query heads,
 #: key/value heads and head width.
 #:
 #: - Llama 2 7B keeps the architecture of LLaMA 7B (Touvron et al. 2023b,
 #:   arXiv:2307.09288, Section 2.2; its Table 1 marks GQA for 34B and 70B
 #:   only), whose Table 2 (Touvron et al. 2023a, arXiv:2302.13971) gives
 #:   dimension 4096, 32 heads, 32 layers: heads of width 4096 / 32 = 128.
-#: - Mistral 7B: Table 1 of Jiang et al. (2023, arXiv:2310.06825): n_layers
-#:   32, head_dim 128, n_heads 32, n_kv_heads 8.
+#: - Mistral 7B: :data:`sdpa_ref.masks.MISTRAL_7B_KV` (Table 1 of Jiang et
+#:   al., 2023, arXiv:2310.06825: n_layers 32, head_dim 128, n_kv_heads 8),
+#:   with its n_heads 32.
 #: - Falcon 7B: the configuration of tiiuae/falcon-7b on Hugging Face:
 #:   n_layer 32, n_head 71, hidden_size 4544 (heads of width 4544 / 71 = 64),
 #:   multi_query true.
@@ -51,10 +54,10 @@ MODEL_SHAPES = {
         "head_dim": 128,
     },
     "Mistral 7B (grouped-query)": {
-        "layers": 32,
+        "layers": MISTRAL_7B_KV["layers"],
         "q_heads": 32,
-        "kv_heads": 8,
-        "head_dim": 128,
+        "kv_heads": MISTRAL_7B_KV["kv_heads"],
+        "head_dim": MISTRAL_7B_KV["head_dim"],
     },
     "Falcon 7B (multi-query)": {
         "layers": 32,
@@ -64,10 +67,11 @@ MODEL_SHAPES = {
     },
 }
 
-#: Mistral 7B's sliding window, ``window_size`` in Table 1 of Jiang et al.
-#: (2023). Its rolling buffer cache keeps the keys and values of only this
-#: many positions, so past it the cache stops growing.
-MISTRAL_7B_WINDOW = 4096
+#: Mistral 7B v0.1's sliding window W, ``window_size`` in Table 1 of Jiang et
+#: al. (2023): :data:`sdpa_ref.masks.MISTRAL_7B_KV`'s ``"window"``. Its
+#: rolling buffer cache keeps the keys and values of only this many
+#: positions, so past it the cache stops growing.
+MISTRAL_7B_WINDOW = MISTRAL_7B_KV["window"]
 
 #: The fixed gain of the cosine form of QK-normalisation on this site. Henry
 #: et al. (2020) learn it, so a trained model would move it.
@@ -77,6 +81,12 @@ QK_NORM_GAIN = 4.0
 #: cosine form (unit vectors times a gain, no ``1/√d_k``); ``RMSNorm + 1/√d_k``
 #: normalises q and k to root-mean-square 1 and keeps the standard divisor.
 SCALE_CHOICES = ("none", "1/√d_k", "1/d_k", "QK-norm", "RMSNorm + 1/√d_k")
+
+#: Seeded draws of the random features that each mean error averages over.
+#: With ten, the mean at one feature count could sit level with the next
+#: (a standard error near 0.08 against steps of 0.15 to 0.25); with 200 the
+#: standard errors are a few hundredths, and the means fall at every step.
+RANDOM_FEATURE_DRAWS = 200
 
 
 def kv_cache_table(seq_len, *, itemsize=2, models=None):
@@ -103,26 +113,27 @@ def kv_cache_table(seq_len, *, itemsize=2, models=None):
     return rows
 
 
-def window_reach(window, layers):
+def window_reach(left, layers):
     """How far back a token can draw information through stacked windows.
 
-    A causal sliding window of ``window`` tokens, the token itself included,
-    lets each layer look ``window - 1`` positions back. Information from
-    further back reaches a token only by hopping from layer to layer, so
-    after ``layers`` layers it spans at most ``layers * (window - 1)``
-    positions: the distance at which the ``layers``-fold product of the
-    window mask (see :func:`sdpa_ref.masks.sliding_window_mask`) first
-    becomes zero.
+    A causal sliding window that shows each query itself and the ``left``
+    keys before it (``window=(left, 0)``) lets each layer look ``left``
+    positions back. Information from further back reaches a token only by
+    hopping from layer to layer, so after ``layers`` layers it spans at most
+    ``layers * left`` positions: the distance at which the ``layers``-fold
+    product of the window mask (see :func:`sdpa_ref.masks.sliding_window_mask`)
+    first becomes zero.
 
     Examples
     --------
-    A window of 3 tokens over 4 layers reaches 8 positions back.
+    A window of two keys to the left over 4 layers reaches 8 positions back;
+    Mistral 7B's W = 4096 positions back over its 32 layers, 131,072.
 
-    >>> window_reach(3, 4)
-    8
+    >>> window_reach(2, 4), window_reach(4096, 32)
+    (8, 131072)
     """
-    window = positive_int(window, "window")
-    return positive_int(layers, "layers") * (window - 1)
+    left = positive_int(left, "left")
+    return positive_int(layers, "layers") * left
 
 
 def elu_feature_map(x):
@@ -232,46 +243,62 @@ def _random_feature_outputs(q, k, v, count, *, repeats, seed):
         yield linear_attention(qs, ks, v, lambda x, w=w: positive_random_features(x, w))
 
 
-def linear_attention_errors(q, k, v, feature_counts, *, repeats=10, seed=SEED):
+def linear_attention_errors(
+    q, k, v, feature_counts, *, repeats=RANDOM_FEATURE_DRAWS, seed=SEED
+):
     """How far linear attention lands from exact scaled softmax attention.
 
     With positive random features of each size in ``feature_counts``
     (approximating ``exp(q·k / sqrt(d_k))`` through
     :func:`softmax_kernel_inputs`), the largest absolute output error is
     averaged over ``repeats`` seeded draws of the features: one draw is too
-    noisy to show the trend. With ``elu(x) + 1``, which approximates nothing
-    in particular, there is nothing to draw.
+    noisy to show the trend, and a few are too noisy to compare neighbouring
+    counts (:data:`RANDOM_FEATURE_DRAWS`). With ``elu(x) + 1``, which
+    approximates nothing in particular, there is nothing to draw.
 
     Returns
     -------
     dict
         ``random_features``: mean largest absolute error for each count;
-        ``elu``: the largest absolute error of the ``elu + 1`` map.
+        ``random_features_se``: the standard error of each mean (the sample
+        standard deviation over the draws, divided by the square root of
+        ``repeats``); ``elu``: the largest absolute error of the ``elu + 1``
+        map.
 
     Examples
     --------
     >>> from sdpa_ref import example
     >>> errs = linear_attention_errors(*example.vectors(4), [16, 4096])
-    >>> errs["random_features"].round(2)
-    array([1.29, 0.36])
+    >>> errs["random_features"].round(2), errs["random_features_se"].round(2)
+    (array([1.24, 0.4 ]), array([0.03, 0.01]))
     >>> round(errs["elu"], 2)
     1.54
     """
     q = real_array(q, "q", min_ndim=2, dtype=np.float64)
     k = real_array(k, "k", min_ndim=2, dtype=np.float64)
     exact = attention(q, k, v)
-    mean_errors = []
+    repeats = positive_int(repeats, "repeats")
+    if repeats < 2:
+        raise ValueError(
+            f"repeats must be at least 2 for a standard error, got {repeats}"
+        )
+    means, standard_errors = [], []
     for count in feature_counts:
         draws = _random_feature_outputs(q, k, v, count, repeats=repeats, seed=seed)
-        mean_errors.append(float(np.mean([np.abs(a - exact).max() for a in draws])))
+        errors = np.array([np.abs(a - exact).max() for a in draws])
+        means.append(float(errors.mean()))
+        standard_errors.append(float(errors.std(ddof=1) / np.sqrt(repeats)))
     elu = linear_attention(q, k, v, elu_feature_map)
     return {
-        "random_features": np.array(mean_errors),
+        "random_features": np.array(means),
+        "random_features_se": np.array(standard_errors),
         "elu": float(np.abs(elu - exact).max()),
     }
 
 
-def random_feature_error_by_query(q, k, v, feature_count, *, repeats=10, seed=SEED):
+def random_feature_error_by_query(
+    q, k, v, feature_count, *, repeats=RANDOM_FEATURE_DRAWS, seed=SEED
+):
     """Per query: the longest ``q' + k'``, Lemma 2's error factor, the output error.
 
     ``q'`` and ``k'`` are the inputs of the feature map
@@ -294,7 +321,7 @@ def random_feature_error_by_query(q, k, v, feature_count, *, repeats=10, seed=SE
     >>> r["norm_sq"].round(2)
     array([14. ,  8.5,  9. ,  3. ])
     >>> r["output_error"].round(2)  # the shortest vectors, Q3, fare best
-    array([0.27, 0.19, 0.22, 0.04])
+    array([0.3 , 0.24, 0.21, 0.06])
     """
     q = real_array(q, "q", min_ndim=2, dtype=np.float64)
     k = real_array(k, "k", min_ndim=2, dtype=np.float64)

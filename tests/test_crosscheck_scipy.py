@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from sdpa_ref import entropy, softmax
+from sdpa_ref import softmax
+from sdpa_ref.spread import entropy
 
 SEED = 11
 

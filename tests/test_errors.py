@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import sdpa_ref
-from sdpa_ref import attention, causal_mask, entropy, example, tiled_attention
+from sdpa_ref import attention, causal_mask, example, tiled_attention
+from sdpa_ref.spread import entropy
 
 Q = np.ones((3, 4))
 K = np.ones((5, 4))
@@ -138,11 +139,11 @@ def test_unknown_width(width):
 
 def test_random_model_arguments():
     with pytest.raises(ValueError, match="d_k must be at least 1, got 0"):
-        sdpa_ref.score_std(0)
+        sdpa_ref.random_model.score_std(0)
     with pytest.raises(ValueError, match="correlation must lie in"):
-        sdpa_ref.dot_product_std(8, correlation=1.5)
+        sdpa_ref.random_model.dot_product_std(8, correlation=1.5)
     with pytest.raises(ValueError, match=r"std must be a number or have shape \(8,\)"):
-        sdpa_ref.sample_dot_products(8, 10, std=np.ones(3))
+        sdpa_ref.random_model.sample_dot_products(8, 10, std=np.ones(3))
 
 
 Q4, K4, V4 = np.ones((2, 4, 3, 4)), np.ones((2, 2, 5, 4)), np.ones((2, 2, 5, 2))

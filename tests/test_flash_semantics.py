@@ -188,6 +188,7 @@ def configurations(draw):
     return q, k, v, options, ref
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(configurations(), st.integers(1, 13))
 def test_every_option_matches_flash_attention_reference(config, block):

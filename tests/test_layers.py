@@ -1,6 +1,9 @@
 """The house rule: data flows from sdpa_ref outwards, never back."""
 
 import ast
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -20,3 +23,27 @@ def test_sdpa_ref_imports_numpy_only(path):
         else:
             continue
         assert not roots & FORBIDDEN, f"{path.name} imports {roots & FORBIDDEN}"
+
+
+def test_importing_sdpa_ref_pulls_in_numpy_and_nothing_else():
+    code = (
+        "import sys; before = set(sys.modules); import sdpa_ref; "
+        "new = {m.split('.')[0] for m in set(sys.modules) - before}; "
+        "print(sorted(new - set(sys.stdlib_module_names)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=PACKAGE.parent,
+    )
+    assert result.stdout.strip() == "['numpy', 'sdpa_ref']"
+
+
+def test_the_wheel_is_the_oracle_alone():
+    config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
+    assert config["tool"]["setuptools"]["packages"] == ["sdpa_ref"]
+    assert config["project"]["dependencies"] == ["numpy>=1.26"]
+    assert (PACKAGE / "py.typed").exists()
+    assert "MIT License" in (PACKAGE.parent / "LICENSE").read_text()

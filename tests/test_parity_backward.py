@@ -23,6 +23,9 @@ from sdpa_ref import (
     tiled_attention_backward,
 )
 
+# Needs torch==2.13.0: `pytest -m torch` runs the parity tests alone.
+pytestmark = pytest.mark.torch
+
 if os.environ.get("REQUIRE_TORCH") == "1":
     import torch
 else:

@@ -11,6 +11,9 @@ import pytest
 
 from sdpa_ref import attention, causal_mask, tiled_attention
 
+# Needs torch==2.13.0: `pytest -m torch` runs the parity tests alone.
+pytestmark = pytest.mark.torch
+
 if os.environ.get("REQUIRE_TORCH") == "1":
     import torch
 else:

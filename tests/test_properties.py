@@ -1,11 +1,13 @@
 """The text's claims, stated as properties and checked on generated input."""
 
 import numpy as np
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from sdpa_ref import attention, entropy, max_entropy, softmax, tiled_attention
+from sdpa_ref import attention, softmax, tiled_attention
+from sdpa_ref.spread import entropy, max_entropy
 
 finite = st.floats(-50, 50, allow_nan=False, allow_infinity=False)
 score_rows = arrays(np.float64, st.integers(1, 12), elements=finite)
@@ -156,6 +158,7 @@ def option_sets(draw):
     return q, k, v, options
 
 
+@pytest.mark.slow
 @given(option_sets(), st.integers(1, 15))
 def test_tiled_equals_dense_with_every_option(case, block):
     q, k, v, options = case
@@ -167,6 +170,7 @@ def test_tiled_equals_dense_with_every_option(case, block):
     np.testing.assert_allclose(tiled_lse, lse, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 @given(option_sets())
 def test_lse_normalises_the_weights_and_the_sink(case):
     q, k, v, options = case
@@ -196,6 +200,7 @@ def test_window_zero_zero_sees_only_the_aligned_diagonal(n_q, n_k, align, seed):
     np.testing.assert_array_equal(w, (cols == rows + offset).astype(float))
 
 
+@pytest.mark.slow
 @given(option_sets(), st.integers(1, 15))
 def test_tiled_backward_equals_dense_backward(case, block):
     from sdpa_ref import attention_backward, tiled_attention_backward

@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 
 import sdpa_ref
-from sdpa_ref import dot_product_mean, dot_product_std, sample_dot_products
+from sdpa_ref.random_model import dot_product_mean, dot_product_std, sample_dot_products
 
 N = 40_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d_k", [1, 4, 64, 512])
 def test_standard_model_has_std_sqrt_dk(d_k):
     assert dot_product_std(d_k) == pytest.approx(np.sqrt(d_k))
@@ -18,12 +19,14 @@ def test_standard_model_has_std_sqrt_dk(d_k):
     assert abs(samples.mean()) < 5 * np.sqrt(d_k / N)
 
 
+@pytest.mark.slow
 def test_scaled_scores_have_unit_std_at_every_width():
     for d_k in (4, 64, 512):
         scaled = sample_dot_products(d_k, N) / np.sqrt(d_k)
         assert scaled.std() == pytest.approx(1.0, rel=0.04)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "model",
     [
@@ -41,6 +44,7 @@ def test_monte_carlo_agrees_with_the_exact_formula(model):
     )
 
 
+@pytest.mark.slow
 def test_correlated_coordinates_grow_like_dk():
     rho = 0.5
     for d in (64, 256, 1024):
@@ -70,9 +74,10 @@ def test_samples_repeat_with_the_seed_and_differ_without_it():
     assert not np.array_equal(a, sample_dot_products(16, 100, seed=1))
 
 
+@pytest.mark.slow
 def test_measured_score_std_tracks_sqrt_dk():
     widths = [4, 16, 64, 256, 512]
-    measured = sdpa_ref.measured_score_std(widths, 20_000)
+    measured = sdpa_ref.random_model.measured_score_std(widths, 20_000)
     np.testing.assert_allclose(measured, np.sqrt(widths), rtol=0.04)
 
 
@@ -95,5 +100,5 @@ def test_separate_key_variances_give_the_trace_formula():
 
 
 def test_unequal_variance_model_uses_the_variance_profile():
-    std = sdpa_ref.BROKEN_MODELS["variances spread from 0.1 to 1.9"]["std"]
+    std = sdpa_ref.random_model.BROKEN_MODELS["variances spread from 0.1 to 1.9"]["std"]
     np.testing.assert_allclose(std(8) ** 2, np.linspace(0.1, 1.9, 8))

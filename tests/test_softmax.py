@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from sdpa_ref import naive_softmax, softmax
+from sdpa_ref import softmax
+from sdpa_ref.core import naive_softmax
 
 
 def test_known_row():

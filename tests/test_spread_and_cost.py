@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 import sdpa_ref
-from sdpa_ref import softmax, softmax_jacobian, softmax_jacobian_norm
+from sdpa_ref import softmax
+from sdpa_ref.spread import softmax_jacobian, softmax_jacobian_norm
 
 SEED = 3
 
@@ -32,7 +33,7 @@ def test_jacobian_norm_is_at_most_one_half_and_vanishes_when_saturated():
 
 def test_saturation_scaled_stays_below_unscaled():
     spreads = np.linspace(0, 10, 21)
-    curves = sdpa_ref.saturation([4, 0, 2, -4], spreads, d_k=64)
+    curves = sdpa_ref.spread.saturation([4, 0, 2, -4], spreads, d_k=64)
     assert (curves["top_weight_scaled"] <= curves["top_weight_raw"] + 1e-15).all()
     assert curves["top_weight_raw"][0] == pytest.approx(0.25)
     assert curves["top_weight_raw"][-1] > 0.999999
@@ -47,22 +48,22 @@ def test_saturation_scaled_stays_below_unscaled():
 
 
 def test_attention_macs_and_bytes():
-    assert sdpa_ref.attention_macs(3, 5, 4, 2) == 3 * 5 * (4 + 2)
-    assert sdpa_ref.attention_macs(8, 8, 64, 64, heads=12) == 12 * 64 * 128
-    assert sdpa_ref.score_bytes(1024, 1024, heads=8, itemsize=2) == 16 * 2**20
+    assert sdpa_ref.cost.attention_macs(3, 5, 4, 2) == 3 * 5 * (4 + 2)
+    assert sdpa_ref.cost.attention_macs(8, 8, 64, 64, heads=12) == 12 * 64 * 128
+    assert sdpa_ref.cost.score_bytes(1024, 1024, heads=8, itemsize=2) == 16 * 2**20
     # Cost is quadratic in sequence length.
-    assert sdpa_ref.attention_macs(2048, 2048, 64, 64) == 4 * sdpa_ref.attention_macs(
-        1024, 1024, 64, 64
-    )
+    assert sdpa_ref.cost.attention_macs(
+        2048, 2048, 64, 64
+    ) == 4 * sdpa_ref.cost.attention_macs(1024, 1024, 64, 64)
 
 
 def test_kv_cache_shrinks_by_the_group_factor():
-    mha = sdpa_ref.kv_cache_bytes(8192, layers=32, kv_heads=32, head_dim=128)
-    gqa = sdpa_ref.kv_cache_bytes(8192, layers=32, kv_heads=8, head_dim=128)
-    mqa = sdpa_ref.kv_cache_bytes(8192, layers=32, kv_heads=1, head_dim=128)
+    mha = sdpa_ref.cost.kv_cache_bytes(8192, layers=32, kv_heads=32, head_dim=128)
+    gqa = sdpa_ref.cost.kv_cache_bytes(8192, layers=32, kv_heads=8, head_dim=128)
+    mqa = sdpa_ref.cost.kv_cache_bytes(8192, layers=32, kv_heads=1, head_dim=128)
     assert mha == 4 * gqa == 32 * mqa == 4 * 2**30
 
 
 def test_model_score_bytes_multiplies_one_head_by_layers_and_heads():
-    one = sdpa_ref.score_bytes(2048, 2048, itemsize=2)
+    one = sdpa_ref.cost.score_bytes(2048, 2048, itemsize=2)
     assert sdpa_ref.cost.model_score_bytes(2048, layers=3, heads=5) == 15 * one

@@ -12,7 +12,10 @@ import pytest
 
 import sdpa_ref
 import sdpa_ref.precision
-from sdpa_ref import testing
+from sdpa_ref import kernels, testing
+
+# Needs torch==2.13.0: `pytest -m torch` runs the parity tests alone.
+pytestmark = pytest.mark.torch
 
 if os.environ.get("REQUIRE_TORCH") == "1":
     import torch
@@ -30,7 +33,7 @@ DTYPES = {
 
 
 def sdpa_with_grads(q, k, v, grad_out, dtype, **kwargs):
-    """Forward and autograd backward of torch's SDPA in ``dtype``."""
+    """Forward and autograd backward of torch's SDPA in ``dtype``: the tensors."""
     tensors = [
         torch.from_numpy(np.asarray(a, np.float32)).to(dtype).requires_grad_()
         for a in (q, k, v)
@@ -38,48 +41,42 @@ def sdpa_with_grads(q, k, v, grad_out, dtype, **kwargs):
     out = torch.nn.functional.scaled_dot_product_attention(
         *tensors, enable_gqa=True, **kwargs
     )
-    out.backward(torch.from_numpy(np.asarray(grad_out, np.float32)).to(dtype))
-    as_numpy = [t.detach().float().numpy() for t in (out, *(t.grad for t in tensors))]
-    return as_numpy[0], tuple(as_numpy[1:])
+    t_grad = torch.from_numpy(np.asarray(grad_out, np.float32)).to(dtype)
+    out.backward(t_grad)
+    return tensors, out, t_grad
 
 
 @pytest.mark.parametrize("precision", sorted(DTYPES))
 @pytest.mark.parametrize("is_causal", [False, True])
 def test_torch_sdpa_passes_forward_and_backward(precision, is_causal):
-    q, k, v = testing.demo_inputs(precision, shape=(2, 4, 48, 32))
-    rng = np.random.default_rng(5)
-    grad_out = rng.standard_normal((2, 4, 48, 32))
-    grad_out = testing.rounding(precision)(grad_out)
-    out, grads = sdpa_with_grads(
+    """torch tensors go in as they are: bfloat16, requires_grad and all."""
+    q, k, v = kernels.demo_inputs(precision, shape=(2, 4, 48, 32))
+    grad_out = np.random.default_rng(5).standard_normal((2, 4, 48, 32))
+    (tq, tk, tv), out, t_grad = sdpa_with_grads(
         q, k, v, grad_out, DTYPES[precision], is_causal=is_causal
     )
-    if precision == "float16":
-        out, grads = out.astype(np.float16), tuple(g.astype(np.float16) for g in grads)
-    reports = testing.assert_attention_close(
+    verdict = testing.assert_attention_close(
         out,
-        q,
-        k,
-        v,
-        precision=precision if precision == "bfloat16" else None,
-        grad_out=grad_out,
-        grads=grads,
+        tq,
+        tk,
+        tv,
+        grad_out=t_grad,
+        grads=(tq.grad, tk.grad, tv.grad),
         is_causal=is_causal,
     )
-    assert [r["name"] for r in reports] == ["out", "dq", "dk", "dv"]
+    assert [c.name for c in verdict] == ["out", "dq", "dk", "dv"]
+    assert verdict.precision == precision
 
 
 @pytest.mark.parametrize("precision", sorted(DTYPES))
-def test_torch_sdpa_with_the_wrong_scale_is_caught(precision):
-    q, k, v = testing.demo_inputs(precision, shape=(1, 4, 32, 16))
-    out, _ = sdpa_with_grads(
+def test_torch_sdpa_with_the_wrong_scale_is_caught_and_named(precision):
+    q, k, v = kernels.demo_inputs(precision, shape=(1, 4, 32, 16))
+    (tq, tk, tv), out, _ = sdpa_with_grads(
         q, k, v, np.zeros((1, 4, 32, 16)), DTYPES[precision], scale=1 / 16
     )
-    if precision == "float16":
-        out = out.astype(np.float16)
-    with pytest.raises(AssertionError, match="out: worst element"):
-        testing.assert_attention_close(
-            out, q, k, v, precision=precision if precision == "bfloat16" else None
-        )
+    with pytest.raises(AssertionError, match=r"out: [\d,]+ of 2,048 elements") as info:
+        testing.assert_attention_close(out, tq, tk, tv)
+    assert "passes with scale=1/d = 0.0625" in str(info.value)
 
 
 # -- FlashAttention's own formulas, in torch --------------------------------
@@ -148,7 +145,7 @@ def test_naive_attention_is_attention_ref_without_upcast(precision, name):
     place, and their largest errors against float64 to a factor of two.
     """
     dtype = DTYPES[precision]
-    q, k, v = testing.demo_inputs(precision, shape=(2, 4, 24, 16))
+    q, k, v = kernels.demo_inputs(precision, shape=(2, 4, 24, 16))
     options = dict(OPTIONS[name])
     rng = np.random.default_rng(3)
     keep = None
@@ -211,7 +208,7 @@ def test_flash_atol_is_flashattention_formula_in_torch(precision, logit_scale):
     to the dtype first, which gives the same value on these inputs.
     """
     dtype = DTYPES[precision]
-    q, k, v = testing.demo_inputs(precision, logit_scale)
+    q, k, v = kernels.demo_inputs(precision, logit_scale)
     reference = sdpa_ref.attention(*(np.asarray(a, np.float64) for a in (q, k, v)))
     out_ref = torch.from_numpy(reference).to(dtype)
     x = out_ref.float()
@@ -238,5 +235,5 @@ def test_flash_atol_matches_cuda_style_arithmetic_on_random_values(precision):
 def test_assert_close_defaults_are_torch_s():
     from torch.testing._comparison import _DTYPE_PRECISIONS
 
-    for name, rtol_atol in testing.TORCH_ASSERT_CLOSE_DEFAULTS.items():
+    for name, rtol_atol in kernels.TORCH_ASSERT_CLOSE_DEFAULTS.items():
         assert _DTYPE_PRECISIONS[DTYPES[name]] == rtol_atol

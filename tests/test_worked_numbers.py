@@ -24,20 +24,22 @@ def test_top_weight_falls_from_0_867_to_0_657():
 
 
 def test_entropies_0_444_and_0_888_nats():
-    raw = sdpa_ref.entropy(sdpa_ref.softmax([4, 0, 2, -4]))
-    scaled = sdpa_ref.entropy(sdpa_ref.softmax([2, 0, 1, -2]))
+    raw = sdpa_ref.spread.entropy(sdpa_ref.softmax([4, 0, 2, -4]))
+    scaled = sdpa_ref.spread.entropy(sdpa_ref.softmax([2, 0, 1, -2]))
     assert round(float(raw), 3) == 0.444
     assert round(float(scaled), 3) == 0.888
 
 
 def test_uniform_over_four_keys_is_ln_4():
-    assert float(sdpa_ref.entropy(np.full(4, 0.25))) == pytest.approx(math.log(4))
-    assert round(sdpa_ref.max_entropy(4), 3) == 1.386
+    assert float(sdpa_ref.spread.entropy(np.full(4, 0.25))) == pytest.approx(
+        math.log(4)
+    )
+    assert round(sdpa_ref.spread.max_entropy(4), 3) == 1.386
 
 
 def test_width_512_standard_deviation_is_about_22_6():
-    assert round(sdpa_ref.score_std(512), 1) == 22.6
-    assert sdpa_ref.dot_product_std(512) == pytest.approx(math.sqrt(512))
+    assert round(sdpa_ref.random_model.score_std(512), 1) == 22.6
+    assert sdpa_ref.random_model.dot_product_std(512) == pytest.approx(math.sqrt(512))
 
 
 def test_value_mixtures_of_q0_are_weighted_averages():
