@@ -1,9 +1,12 @@
 """Sphinx configuration: project, extensions, MyST-NB execution, HTML."""
 
 import sys
+import tomllib
 from pathlib import Path
 
 import sdpa_ref
+
+HERE = Path(__file__).parent
 
 # -- Project ------------------------------------------------------------------
 project = "Scaled dot-product attention"
@@ -13,19 +16,30 @@ version = release = sdpa_ref.__version__
 
 # -- Extensions ---------------------------------------------------------------
 # Local extensions live in docs/_ext; the project itself is installed by nox.
-sys.path.append(str(Path(__file__).parent / "_ext"))
+sys.path.append(str(HERE / "_ext"))
+from source_info import git_commit  # docs/_ext is on the path now
+
+# Where to get it: the repository's address is written once, in pyproject.toml;
+# the commit is the one being built, so one commit gives the same pages.
+sdpa_repository = tomllib.loads((HERE.parent / "pyproject.toml").read_text())[
+    "project"
+]["urls"]["Source"]
+sdpa_commit = git_commit(HERE)
 extensions = [
     "myst_nb",
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
-    "sphinx_copybutton",
     "sphinxcontrib.bibtex",
     "sphinx_design",
     "katex_prerender",
     "a11y",
     "page_weight",
     "search_text",
+    "citations",
+    "exercises",
+    "source_info",
 ]
+templates_path = ["_ext/templates"]
 html_math_renderer = "katex_prerender"
 exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints"]
 nitpicky = True
@@ -54,10 +68,8 @@ bibtex_bibfiles = [
         for p in (Path(__file__).parent / "bib").glob("*.bib")
     ),
 ]
-bibtex_default_style = "plain"
+bibtex_default_style = "sdpa"  # plain, author-year labels, each link once
 bibtex_reference_style = "author_year"
-copybutton_prompt_text = r">>> |\.\.\. "
-copybutton_prompt_is_regexp = True
 
 # -- MyST-NB execution ----------------------------------------------------------
 # Re-execute every page on every build: a notebook cache cannot see a change in
@@ -75,16 +87,19 @@ html_theme = "furo"
 html_title = "Scaled dot-product attention"
 # The interactive figure's script and style live with its Python, in figures/.
 html_static_path = ["_static", "../figures/static"]
-html_css_files = ["site.css", "sdpa-widget.css"]
+html_css_files = ["site.css", "sdpa-widget.css", "online-softmax.css"]
 html_js_files = [
     ("sdpa-widget.js", {"defer": "defer"}),
+    ("online-softmax.js", {"defer": "defer"}),
     ("theme-name.js", {"defer": "defer"}),
+    ("reading.js", {"defer": "defer"}),
 ]
 html_favicon = "_static/favicon.svg"
 html_last_updated_fmt = None
 html_show_sourcelink = False
 html_copy_source = False
+# source_info adds the repository: a view-source link on each page, at the
+# commit built, and a footer link.
 html_theme_options = {
-    "source_repository": "",
     "navigation_with_keys": True,
 }

@@ -6,6 +6,8 @@ import inspect
 import re
 from pathlib import Path
 
+import pytest
+
 DOCS = Path(__file__).parents[1] / "docs"
 CODE = re.compile(r"```(?:\{code-cell\}[^\n]*|python)\n(.*?)```", re.S)
 
@@ -94,3 +96,65 @@ def test_every_function_a_page_calls_is_on_the_api_page():
     assert used, "found no sdpa_ref calls at all: the scan is broken"
     missing = sorted(used - _documented())
     assert not missing, f"docs/api.md does not document {missing}"
+
+
+@pytest.mark.slow
+def test_no_constant_renders_as_a_type():
+    """Napoleon reads ``word: rest`` on a constant's first line as "TYPE: rest"."""
+    from sphinx.ext.napoleon import Config
+    from sphinx.ext.napoleon.docstring import NumpyDocstring
+    from sphinx.pycode import ModuleAnalyzer
+
+    api = "\n".join(p.read_text() for p in sorted(DOCS.glob("api*.md")))
+    modules = set(re.findall(r"\.\. automodule::\s+(\S+)", api))
+    config = Config(napoleon_google_docstring=False)
+    typed = []
+    for module in sorted(modules):
+        for (owner, name), lines in (
+            ModuleAnalyzer.for_module(module).find_attr_docs().items()
+        ):
+            rendered = str(NumpyDocstring(list(lines), config, what="data", name=name))
+            if not owner and ":type:" in rendered:
+                typed.append(f"{module}.{name}")
+    assert len(modules) >= 10
+    assert not typed, f"these constants render as 'TYPE: ...': {typed}"
+
+
+ROOT = DOCS.parent
+DOTTED = re.compile(r"\bsdpa_ref(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+FROM_IMPORT = re.compile(r"from (sdpa_ref(?:\.\w+)*) import (?:\(([^)]*)\)|([\w ,]+))")
+
+
+def test_the_face_is_small():
+    import sdpa_ref
+
+    assert len(sdpa_ref.__all__) <= 15
+    assert {"attention", "attention_backward", "testing"} <= set(sdpa_ref.__all__)
+
+
+def test_every_sdpa_ref_name_in_pages_figures_and_tests_exists():
+    """A call site of a name that left the top level fails here, by name."""
+    files = [
+        *DOCS.glob("*.md"),
+        ROOT / "README.md",
+        *(ROOT / "figures").glob("*.py"),
+        *(ROOT / "tests").rglob("*.py"),
+        *(ROOT / "benchmarks").glob("*.py"),
+    ]
+    missing = set()
+    for path in files:
+        text = path.read_text()
+        for dotted in DOTTED.findall(text):
+            parts = dotted.split(".")
+            # A dotted name may run on into a method of the object it names.
+            if all(
+                _resolve(".".join(parts[:n])) is None for n in range(2, len(parts) + 1)
+            ):
+                missing.add(f"{path.name}: {dotted}")
+        for module, listed, names in FROM_IMPORT.findall(text):
+            for name in (
+                n.split(" as ")[0].strip() for n in (listed or names).split(",")
+            ):
+                if name and _resolve(f"{module}.{name}") is None:
+                    missing.add(f"{path.name}: from {module} import {name}")
+    assert not missing, sorted(missing)

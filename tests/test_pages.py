@@ -120,7 +120,10 @@ def _unbound_names(code):
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             bound.add(node.id)
         elif isinstance(node, ast.FunctionDef | ast.Lambda):
-            bound |= {a.arg for a in node.args.args}
+            args = node.args
+            params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+            params += [a for a in (args.vararg, args.kwarg) if a is not None]
+            bound |= {a.arg for a in params}
             if isinstance(node, ast.FunctionDef):
                 bound.add(node.name)
     return {

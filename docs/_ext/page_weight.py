@@ -1,4 +1,4 @@
-"""What a page costs a reader to load, and what it makes the browser guess.
+"""What a page costs a reader to load, and what it makes the browser wait for.
 
 * **Images declare their size, and wait to be needed.** Sphinx writes
   ``<img>`` without ``width`` and ``height``, so the page shifts as each
@@ -8,29 +8,44 @@
   figures near what it shows, not every figure of a long page at once.
 * **The no-JavaScript figure stays out of the way.** The landing page's static
   stand-in for the interactive figure (a container with the class
-  ``sdpa-widget-fallback``) is written inside ``<noscript>``, so a browser
-  running scripts neither draws nor downloads it.
-* **Unused CSS is not shipped.** After the build, every stylesheet in
-  ``_static`` loses the selectors that name a class no page uses and no
-  script mentions (Furo's, MyST-NB's, sphinx-design's, KaTeX's and Pygments'
-  sheets each style far more than this site shows); sphinx-design's sheet and
-  tab script are linked only from pages that use its components, and the
-  interactive figure's only from the page that has it. Custom properties
-  that nothing reads any more (Furo's icons for admonitions the site never
-  uses, say) go too.
+  ``sdpa-widget-fallback``, or ``figure-fallback`` for the other interactive
+  figures) is written inside ``<noscript>``, so a browser running scripts
+  neither draws nor downloads it.
+* **Each page carries exactly the CSS it uses, inline.** Eight stylesheets in
+  the head cost a phone on a slow network a second round trip before it may
+  paint anything. After the build each page gets one ``<style>`` in their
+  place: the rules of every sheet it linked, in their order, without the
+  selectors that name a class neither the page nor any script uses, and
+  without custom properties that nothing then reads. The sheets themselves
+  are then linked by no page and are not shipped. sphinx-design's script is
+  linked only from pages with tabs, each interactive figure's only from the
+  page that has it (:data:`FIGURE_ASSETS`).
+* **Scripts never hold up the page.** Every ``<script src>`` is deferred: it
+  runs, in order, once the document is parsed.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 import struct
 from pathlib import Path
 
+from css_tools import drop_unused_properties, rebase_urls, trim_css
 from docutils import nodes
 from sphinx.writers.html5 import HTML5Translator
 
-FALLBACK_CLASS = "sdpa-widget-fallback"
-WIDGET_MARK = 'data-figure="scaled-vs-unscaled"'
+#: The class of a container that stands in for an interactive figure when
+#: scripts do not run: the landing page's, and a generic one for the others.
+FALLBACK_CLASSES = ("sdpa-widget-fallback", "figure-fallback")
+#: Each interactive figure's root carries ``data-figure="<name>"``; its script
+#: and stylesheet (files named by the value here) are linked only from pages
+#: that hold that root.
+FIGURE_ASSETS = {
+    "scaled-vs-unscaled": "sdpa-widget",
+    "online-softmax": "online-softmax",
+    "mask-explorer": "mask-explorer",
+}
 _IMG = re.compile(r"<img\b[^>]*>")
 _SRC = re.compile(r'\ssrc="([^"]+)"')
 _SVG_SIZE = re.compile(rb"<svg\b[^>]*>", re.S)
@@ -97,15 +112,25 @@ def sized_images(html: str, page_dir: Path) -> str:
 
 
 # -- per-page assets -------------------------------------------------------------
+#: Furo marks <html class="no-js"> and drops the mark once the document is
+#: parsed; what shows only without scripts would flash, and what shows only
+#: with them would arrive late and push the page down. Dropped at once here.
+NO_JS_MARK = '<script>document.documentElement.classList.remove("no-js")</script>'
+
+
 def _page_context(app, pagename, templatename, context, doctree):
+    context["metatags"] = context.get("metatags", "") + NO_JS_MARK
     body = context.get("body")
     unused = []
     if not (body and re.search(r'class="(?:[^"]*\s)?sd-', body)):
         unused += ["sphinx-design", "design-tabs"]
     elif "sd-tab-" not in body:
         unused += ["design-tabs"]  # the exercises' dropdowns are <details>: no script
-    if not (body and WIDGET_MARK in body):
-        unused += ["sdpa-widget"]
+    unused += [
+        asset
+        for figure, asset in FIGURE_ASSETS.items()
+        if not (body and f'data-figure="{figure}"' in body)
+    ]
     for key in ("css_files", "script_files"):
         if key in context:
             context[key] = [
@@ -122,13 +147,13 @@ def _wrap_containers(app):
     )
 
     def visit_container(self, node):
-        if FALLBACK_CLASS in node["classes"]:
+        if set(FALLBACK_CLASSES) & set(node["classes"]):
             self.body.append("<noscript>")
         visit(self, node)
 
     def depart_container(self, node):
         depart(self, node)
-        if FALLBACK_CLASS in node["classes"]:
+        if set(FALLBACK_CLASSES) & set(node["classes"]):
             self.body.append("</noscript>\n")
 
     app.add_node(
@@ -136,195 +161,108 @@ def _wrap_containers(app):
     )
 
 
-# -- stylesheet trimming -----------------------------------------------------------
-def _blocks(css: str):
-    """Top-level (prelude, body or None) pairs; comments dropped, strings kept."""
-    out, i, start, n = [], 0, 0, len(css)
-    while i < n:
-        c = css[i]
-        if css.startswith("/*", i):
-            end = css.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            keep = css.startswith("/*!", i)
-            css = css[:i] + (css[i:end] if keep else "") + css[end:]
-            n = len(css)
-            i = i + (end - i if keep else 0)
-            continue
-        if c in "\"'":
-            j = i + 1
-            while j < n and css[j] != c:
-                j += 2 if css[j] == "\\" else 1
-            i = j + 1
-            continue
-        if c == ";":
-            out.append((css[start : i + 1].strip(), None))
-            start = i = i + 1
-            continue
-        if c == "{":
-            depth, j = 1, i + 1
-            while j < n and depth:
-                if css[j] in "\"'":
-                    q, j = css[j], j + 1
-                    while j < n and css[j] != q:
-                        j += 2 if css[j] == "\\" else 1
-                elif css[j] == "{":
-                    depth += 1
-                elif css[j] == "}":
-                    depth -= 1
-                j += 1
-            out.append((css[start:i].strip(), css[i + 1 : j - 1]))
-            start = i = j
-            continue
-        i += 1
-    return out
+_LINK = re.compile(r'<link rel="stylesheet"[^>]*\shref="([^"?]+)(?:\?[^"]*)?"[^>]*>\n?')
+_SCRIPT_SRC = re.compile(r"<script (?![^>]*\b(?:defer|async|type=)\b)(?=[^>]*\ssrc=)")
+_CLASS_ATTR = re.compile(r'\sclass="([^"]*)"')
+_STYLE_ATTR = re.compile(r'\sstyle="([^"]*)"')
+_STYLE_TAG = re.compile(r"<style>(.*?)</style>", re.S)
 
 
-def _split_selectors(prelude: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, c in enumerate(prelude):
-        if c in "([":
-            depth += 1
-        elif c in ")]":
-            depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(prelude[start:i])
-            start = i + 1
-    parts.append(prelude[start:])
-    return [p.strip() for p in parts if p.strip()]
+def page_classes(html: str) -> set[str]:
+    """Every class named in a page's ``class`` attributes."""
+    return {name for value in _CLASS_ATTR.findall(html) for name in value.split()}
 
 
-def _selector_used(selector: str, used: set[str]) -> bool:
-    if "\\" in selector or re.search(r":(is|where|has|matches)\(", selector):
-        return True
-    bare = re.sub(r":not\([^()]*\)", "", selector)
-    bare = re.sub(r"\[[^\]]*\]", "", bare)  # attribute values are not classes
-    return all(name in used for name in re.findall(r"\.(-?[_a-zA-Z][\w-]*)", bare))
+def script_words(outdir: Path) -> set[str]:
+    """Every word in the string literals of the site's scripts.
 
-
-def trim_css(css: str, used: set[str]) -> str:
-    """CSS without the selectors that need a class outside ``used``."""
-    out = []
-    for prelude, body in _blocks(css):
-        if body is None:
-            out.append(prelude)
-        elif prelude.startswith("@"):
-            keyword = prelude[1:].split("(")[0].split()[0].lower()
-            if keyword in ("media", "supports", "layer", "container", "document"):
-                inner = trim_css(body, used)
-                if inner:
-                    out.append(f"{prelude}{{{inner}}}")
-            else:  # @font-face, @keyframes, @page: kept whole
-                out.append(f"{prelude}{{{body}}}")
-        else:
-            keep = [s for s in _split_selectors(prelude) if _selector_used(s, used)]
-            if keep:
-                out.append(f"{','.join(keep)}{{{body.strip()}}}")
-    return "\n".join(out)
-
-
-def _declarations(body: str) -> list[str]:
-    """A rule's declarations, split at the semicolons outside strings and ()."""
-    parts, depth, quote, start = [], 0, "", 0
-    for i, c in enumerate(body):
-        if quote:
-            quote = "" if c == quote and body[i - 1] != "\\" else quote
-        elif c in "\"'":
-            quote = c
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == ";" and depth == 0:
-            parts.append(body[start:i])
-            start = i + 1
-    parts.append(body[start:])
-    return [p.strip() for p in parts if p.strip()]
-
-
-_CUSTOM = re.compile(r"(--[\w-]+)\s*:")
-_VAR = re.compile(r"var\(\s*(--[\w-]+)")
-_RULE = re.compile(r"\{([^{}]*)\}")
-
-
-def drop_unused_properties(sheets: dict[str, str], extra: str = "") -> dict[str, str]:
-    """The sheets without custom properties (``--x: ...``) that nothing reads.
-
-    A property is read if a kept declaration of any sheet, an inline style or
-    a script (``extra``) names it in ``var()``; reading is followed through
-    properties that are themselves kept.
+    A script adds classes by name, in a string: take every word of every
+    string literal (minified code's one-letter variables would keep all of
+    Pygments' one-letter token classes otherwise). The search index is data,
+    not code: its words would keep every rule whose class is an English word.
     """
-    decls = [
-        d
-        for text in sheets.values()
-        for b in _RULE.findall(text)
-        for d in _declarations(b)
-    ]
-    read = set(_VAR.findall(extra))
-    plain = [d for d in decls if not _CUSTOM.match(d)]
-    for d in plain:
-        read.update(_VAR.findall(d))
-    custom = [(m.group(1), d) for d in decls if (m := _CUSTOM.match(d))]
-    while True:
-        more = {v for name, d in custom if name in read for v in _VAR.findall(d)} - read
-        if not more:
-            break
-        read |= more
-
-    def rule(match: re.Match) -> str:
-        kept = [
-            d
-            for d in _declarations(match.group(1))
-            if not (m := _CUSTOM.match(d)) or m.group(1) in read
-        ]
-        return "{" + ";".join(kept) + "}"
-
-    return {name: _RULE.sub(rule, text) for name, text in sheets.items()}
-
-
-def used_names(outdir: Path) -> set[str]:
-    """Every class in the site's HTML, and every word in its scripts' strings."""
     used: set[str] = set()
-    for page in outdir.rglob("*.html"):
-        text = page.read_text(encoding="utf-8")
-        for value in re.findall(r'\sclass="([^"]*)"', text):
-            used.update(value.split())
-    # A script adds classes by name, in a string: take every word of every
-    # string literal (minified code's one-letter variables would keep all of
-    # Pygments' one-letter token classes otherwise).
-    for script in outdir.rglob("*.js"):
+    for script in sorted(outdir.rglob("*.js")):
+        if script.name == "searchindex.js":
+            continue
         for literal in _STRING.findall(script.read_text(encoding="utf-8")):
             used.update(re.findall(r"-?[_a-zA-Z][\w-]*", literal))
     return used
+
+
+def inline_styles(
+    html: str, page: str, sheets: dict[str, str], words: set[str], scripts: str = ""
+) -> str:
+    """The page with its stylesheet links replaced by one ``<style>``.
+
+    ``page`` and the keys of ``sheets`` are paths from the site's root;
+    ``words`` are the class names scripts may add, ``scripts`` their code
+    (a custom property they read counts as read).
+    """
+    links = _LINK.findall(html)
+    if not links:
+        return html
+    used = page_classes(html) | words
+    here = posixpath.dirname(page)
+    parts = {}
+    for href in links:
+        sheet = posixpath.normpath(posixpath.join(here, href))
+        if sheet in sheets:
+            parts[sheet] = rebase_urls(trim_css(sheets[sheet], used), sheet, page)
+    readers = " ".join(_STYLE_ATTR.findall(html) + _STYLE_TAG.findall(html))
+    parts = drop_unused_properties(parts, f"{readers} {scripts}")
+    css = "\n".join(text for text in parts.values() if text)
+    first = True
+
+    def replace(match: re.Match) -> str:
+        nonlocal first
+        keep = posixpath.normpath(posixpath.join(here, match.group(1))) not in sheets
+        if keep:
+            return match.group(0)
+        if first:
+            first = False
+            return f"<style>{css}</style>\n"
+        return ""
+
+    return _LINK.sub(replace, html)
 
 
 def _finish(app, exception):
     if exception is not None or app.builder.format != "html":
         return
     outdir = Path(app.outdir)
-    # Images are copied after the pages are written, and the index pages'
-    # templates write some of their own: size them all here.
-    for page in outdir.rglob("*.html"):
-        text = page.read_text(encoding="utf-8")
-        sized = sized_images(text, page.parent)
-        if sized != text:
-            page.write_text(sized, encoding="utf-8")
-    used = used_names(outdir)
+    static = outdir / "_static"
     sheets = {
-        sheet: sheet.read_text(encoding="utf-8")
-        for sheet in sorted((outdir / "_static").rglob("*.css"))
+        sheet.relative_to(outdir).as_posix(): sheet.read_text(encoding="utf-8")
+        for sheet in sorted(static.rglob("*.css"))
     }
-    trimmed = {sheet: trim_css(text, used) + "\n" for sheet, text in sheets.items()}
+    words = script_words(outdir)
     scripts = "".join(
-        p.read_text(encoding="utf-8") for p in sorted(outdir.rglob("*.js"))
+        p.read_text(encoding="utf-8")
+        for p in sorted(outdir.rglob("*.js"))
+        if p.name != "searchindex.js"
     )
-    styles = "".join(
-        " ".join(re.findall(r'\sstyle="([^"]*)"', p.read_text(encoding="utf-8")))
-        for p in sorted(outdir.rglob("*.html"))
-    )
-    trimmed = drop_unused_properties(trimmed, scripts + styles)
-    for sheet, text in trimmed.items():
-        if len(text) < len(sheets[sheet]):
-            sheet.write_text(text, encoding="utf-8")
+    pages = sorted(outdir.rglob("*.html"))
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        # Images are copied after the pages are written, and the index pages'
+        # templates write some of their own: size them all here.
+        new = sized_images(text, page.parent)
+        name = page.relative_to(outdir).as_posix()
+        new = inline_styles(new, name, sheets, words, scripts)
+        new = _SCRIPT_SRC.sub("<script defer ", new)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+    linked = {
+        posixpath.normpath(
+            posixpath.join(posixpath.dirname(p.relative_to(outdir).as_posix()), href)
+        )
+        for p in pages
+        for href in _LINK.findall(p.read_text(encoding="utf-8"))
+    }
+    for sheet in sheets:
+        if sheet not in linked:
+            (outdir / sheet).unlink()
 
 
 def _clear_trimmed(app):
@@ -340,5 +278,7 @@ def setup(app):
     _wrap_containers(app)
     app.connect("builder-inited", _clear_trimmed, priority=100)
     app.connect("html-page-context", _page_context)
-    app.connect("build-finished", _finish)
+    # Last: Furo writes its pygments.css (with the dark theme's colours) when
+    # the build finishes, and every other pass must have changed the pages.
+    app.connect("build-finished", _finish, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

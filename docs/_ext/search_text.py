@@ -8,6 +8,14 @@
   KaTeX formula is its MathML, its LaTeX annotation and its HTML glyphs run
   together ("dk\\sqrt{d_k}dk"). ``search-text.js`` (on the search page only)
   replaces each formula by a plain-text reading of it before quoting.
+* **Words as readers type them.** The English indexer splits text into
+  words like Sphinx's, and adds for each word the forms a reader may type
+  instead: ``dk`` and ``d_k`` for ``dₖ`` (a title's Unicode subscript),
+  ``flash`` and ``attention`` for ``FlashAttention``, ``bf16`` for
+  ``bfloat16`` and back. A title's words count as title words, so "Why scale
+  by √dₖ" is found, and ranked, by "dk".
+* **Titles first.** ``search_scorer.js`` ranks a page's title and headings
+  above API objects, and a page whose own title holds the query first.
 * **From disk.** A page opened from ``file://`` may not read other files,
   so snippets cannot be fetched there; the search page then skips them and
   says that ``nox -s serve`` shows them.
@@ -16,10 +24,24 @@
 from __future__ import annotations
 
 import re
+import unicodedata
+from pathlib import Path
 
 from docutils import nodes
+from sphinx.search.en import SearchEnglish
 
 SCRIPT = "search-text.js"
+SCORER = Path(__file__).with_name("search_scorer.js")
+#: Names of one number format that readers type either way.
+SYNONYMS = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "float32": "fp32",
+    "float64": "fp64",
+}
+SYNONYMS |= {short: long for long, short in SYNONYMS.items()}
+_SEARCH_WORD = re.compile(r"\w+")
+_CAMEL = re.compile(r"[A-Z][a-z]+|[a-z]+|[A-Z]+(?![a-z])|\d+")
 _COMMAND = re.compile(r"\\[A-Za-z]+|\\.")
 _WORD = re.compile(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*")
 
@@ -40,6 +62,50 @@ def math_words(latex: str) -> str:
         if "_" in word:
             words.append(word.replace("_", ""))
     return " ".join(words)
+
+
+def typed_forms(word: str) -> list[str]:
+    """Other spellings of ``word`` that a reader may search for.
+
+    >>> typed_forms("dₖ"), typed_forms("FlashAttention"), typed_forms("BF16")
+    (['dk', 'd_k'], ['Flash', 'Attention'], ['bfloat16'])
+    """
+    forms = []
+    plain = unicodedata.normalize("NFKC", word)
+    if plain != word:
+        forms.append(plain)
+        marked = "".join(
+            "_" + unicodedata.normalize("NFKC", c)
+            if unicodedata.decomposition(c).startswith("<sub>")
+            else unicodedata.normalize("NFKC", c)
+            for c in word
+        )
+        if marked != plain:
+            forms.append(marked)
+    parts = _CAMEL.findall(word)
+    mixed = not word.isupper() and not word.islower()
+    if mixed and len(parts) > 1 and "".join(parts) == word:
+        forms += parts
+    synonym = SYNONYMS.get(word.lower())
+    if synonym:
+        forms.append(synonym)
+    return forms
+
+
+def search_words(text: str) -> list[str]:
+    """Sphinx's words of ``text``, each followed by its :func:`typed_forms`."""
+    out = []
+    for word in _SEARCH_WORD.findall(text):
+        out.append(word)
+        out += typed_forms(word)
+    return out
+
+
+class SiteSearch(SearchEnglish):
+    """English search with the forms readers type (:func:`typed_forms`)."""
+
+    def split(self, input: str) -> list[str]:
+        return search_words(input)
 
 
 def _readable_copy(doctree):
@@ -71,7 +137,13 @@ def _search_page_only(app, pagename, templatename, context, doctree):
         ]
 
 
+def _scorer(app, config):
+    config.html_search_scorer = config.html_search_scorer or str(SCORER)
+
+
 def setup(app):
+    app.add_search_language(SiteSearch)
+    app.connect("config-inited", _scorer)
     app.add_js_file(SCRIPT)
     app.connect("write-started", _index_readable_math)
     app.connect("html-page-context", _search_page_only)

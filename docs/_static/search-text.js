@@ -14,7 +14,7 @@
     Sigma: "Σ", Delta: "Δ", ell: "ℓ", lVert: "‖", rVert: "‖", Vert: "‖",
     langle: "⟨", rangle: "⟩", lfloor: "⌊", rfloor: "⌋", lceil: "⌈", rceil: "⌉",
   };
-  var SPACES = { quad: " ", qquad: " ", ",": " ", ";": " ", ":": " ", " ": " ", "!": "" };
+  var SPACES = { quad: " ", qquad: " ", ",": " ", ";": " ", ":": " ", " ": " ", "!": "", "\\": "; " };
 
   // One braced group or single token at i: [text, next index].
   function group(tex, i) {
@@ -51,6 +51,8 @@
           g = group(tex, i); i = g[1]; out += "√" + wrap(g[0]);
         } else if (/^(operatorname|mathrm|text|textrm|mathit|mathbf|mathbb|mathcal|boldsymbol)$/.test(name)) {
           g = group(tex, i); i = g[1]; out += g[0];
+        } else if (name === "begin" || name === "end") {
+          i = group(tex, i)[1]; // an environment's name (aligned, cases) is not read
         } else if (/^(left|right|big|Big|bigg|Bigg|displaystyle|limits)$/.test(name)) {
           continue;
         } else if (name in SPACES) out += SPACES[name];

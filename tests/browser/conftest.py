@@ -24,6 +24,7 @@ from urllib.parse import urlparse
 import pytest
 
 ROOT = Path(__file__).parents[2]
+HERE = Path(__file__).parent
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 HINT = (
     "install Debian's Chromium with `apt-get update && apt-get install -y chromium` "
@@ -72,7 +73,14 @@ def site(tmp_path_factory) -> Path:
         assert (path / "index.html").exists(), f"SDPA_SITE={path} holds no built site"
         return path
     out = tmp_path_factory.mktemp("site")
-    env = os.environ | {"PYTHONHASHSEED": "0", "MPLBACKEND": "Agg"}
+    # figures/ is not in the wheel: the pages' kernels import it from the checkout.
+    env = os.environ | {
+        "PYTHONHASHSEED": "0",
+        "MPLBACKEND": "Agg",
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])
+        ),
+    }
     subprocess.run(
         [
             sys.executable,
@@ -211,3 +219,11 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.section("page weights (all requests of a page load)")
     for name, size in sorted(PAGE_WEIGHTS.items(), key=lambda kv: -kv[1]):
         terminalreporter.write_line(f"{name:<24} {size / 1000:8.1f} kB")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """Every test here drives Chromium: ``-m "not browser"`` leaves them all out."""
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.browser)

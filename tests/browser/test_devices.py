@@ -114,7 +114,9 @@ def test_widest_head_shows_the_pattern_and_how_often_it_repeats(open_page):
 def test_saturated_outputs_leave_the_value_dot_visible(open_page):
     # Q0 at the widest head: both outputs sit on K0's value.
     page = open_page("index.html#q=0&dk=256", **PHONE)
-    hits = page.evaluate("""() => {
+    # Judge the figure at rest: the outputs glide for 0.2 s to their places.
+    hits = page.evaluate("""async () => {
+        await Promise.all(document.getAnimations().map(a => a.finished));
         const dot = document.querySelectorAll('[data-figure] .sdpa-w-plane circle')[0];
         dot.scrollIntoView({block: 'center', behavior: 'instant'});
         const r = dot.getBoundingClientRect();
@@ -203,8 +205,11 @@ def test_no_focus_lands_on_an_invisible_element(open_page, name, width):
 
 def test_an_open_drawer_takes_focus(open_page):
     page = open_page("scaling.html", **PHONE)
-    page.locator(".mobile-header label[for=__navigation]").click()
+    page.locator(".mobile-header button[aria-controls=sdpa-site-nav]").click()
     page.wait_for_timeout(400)
+    assert page.evaluate(
+        "document.querySelector('.sidebar-drawer').contains(document.activeElement)"
+    )
     link = page.locator(".sidebar-drawer a.reference").first
     link.focus()
     assert link.evaluate("el => document.activeElement === el")

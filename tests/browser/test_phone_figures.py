@@ -14,24 +14,39 @@ VISIBLE_SVGS = """els => els
     .filter(e => e.getBoundingClientRect().width > 0)
     .map(e => ({src: e.currentSrc || e.src, width: e.getBoundingClientRect().width}))"""
 _WIDTH = re.compile(r'<svg[^>]*\swidth="([\d.]+)pt"')
-# Matplotlib writes each text as glyph paths in a group scaled by its size:
-# transform="translate(x y) scale(s -s)" draws s * 100 pt type; glyphs within
-# it (a super- or subscript) may be scaled again.
-_TEXT = re.compile(r'<g [^>]*transform="translate\([^)]*\) scale\(([\d.]+) -[\d.]+\)"')
+# Figures keep their text as text (figures._svg): each label is a <text> of a
+# class whose rule sets its size in points (the SVG's user unit), or, for
+# mathtext, runs of <tspan> of such classes, sub- and superscripts smaller.
+_RULE = re.compile(r"\.(t\d+)\{font:([\d.]+)px ")
+_LABEL = re.compile(r"<text( class=\"(t\d+)\")?[^>]*>(.*?)</text>", re.S)
+_SPAN_CLASS = re.compile(r'<tspan class="(t\d+)"')
 
 
 def svg_text_sizes(svg: str) -> tuple[float, list[float]]:
-    """The SVG's width in points and the size in points of each text in it."""
+    """The SVG's width in points and the size in points of each label in it.
+
+    A mathtext label's size is that of its largest run: its sub- and
+    superscripts are smaller by design.
+    """
     width = float(_WIDTH.search(svg).group(1))
-    return width, [float(s) * 100 for s in _TEXT.findall(svg)]
+    size = {name: float(px) for name, px in _RULE.findall(svg)}
+    sizes = []
+    for _, cls, body in _LABEL.findall(svg):
+        runs = [size[c] for c in _SPAN_CLASS.findall(body)] if not cls else [size[cls]]
+        if runs:
+            sizes.append(max(runs))
+    return width, sizes
 
 
-def test_svg_text_sizes_reads_matplotlib_output():
+def test_svg_text_sizes_reads_compacted_matplotlib_output():
     svg = (
-        '<svg width="345.6pt">'
-        '<g style="x" transform="translate(1 2) scale(0.09 -0.09)">'
+        '<svg width="345.6pt"><style>.t0{font:9px f0}.t1{font:10px f1}'
+        ".t2{font:7px f1}</style>"
+        '<text class="t0" x="1" y="2">0.5</text>'
+        '<g><text><tspan class="t1" x="0" y="0">d</tspan>'
+        '<tspan class="t2" x="6" y="2">k</tspan></text></g>'
     )
-    assert svg_text_sizes(svg) == (345.6, [9.0])
+    assert svg_text_sizes(svg) == (345.6, [9.0, 10.0])
 
 
 def test_figure_text_is_readable_on_a_phone(site, open_page):

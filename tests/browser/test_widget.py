@@ -42,11 +42,8 @@ def assert_shows(page, query, width):
     want = expected(query, width)
     root = page.locator(ROOT)
     raw, scaled = root.locator(".sdpa-w-panel").all()
-    assert raw.locator("text.sdpa-w-value").all_text_contents() == want["raw_weights"]
-    assert (
-        scaled.locator("text.sdpa-w-value").all_text_contents()
-        == want["scaled_weights"]
-    )
+    assert raw.locator(".sdpa-w-value").all_text_contents() == want["raw_weights"]
+    assert scaled.locator(".sdpa-w-value").all_text_contents() == want["scaled_weights"]
     assert f"Entropy {want['raw_entropy']} of at most 1.386 nats" in raw.inner_text()
     assert (
         f"Entropy {want['scaled_entropy']} of at most 1.386 nats" in scaled.inner_text()
@@ -143,11 +140,15 @@ def test_without_javascript_the_worked_example_still_shows(open_page):
     expect(fallback).to_be_visible()
     expect(fallback.locator("img").first).to_be_visible()
     assert fallback.locator("img").first.get_attribute("alt")
-    table_text = fallback.locator("table").inner_text()
+    table_text = fallback.locator("table").first.inner_text()
     for number in ("0.867", "0.657", "0.444", "0.888"):
         assert number in table_text
     expect(page.locator(ROOT)).to_be_hidden()
     expect(page.get_by_role("radio")).to_have_count(0)
+    # The fixed vectors the text promises stay inspectable, without scripts too.
+    vectors = " ".join(fallback.locator("table").nth(1).inner_text().split())
+    for row in ("Q0 2 2 −1 3 once 4", "K3 0 0 1 −1 once 4", "v of K0 3 1 once 2"):
+        assert row in vectors, vectors
 
 
 def test_with_javascript_the_static_fallback_gives_way(open_page):
@@ -177,3 +178,95 @@ def test_the_page_carries_exactly_what_sdpa_ref_computes(site):
     )
     assert match, "no figure data in the landing page"
     assert json.loads(match.group(1).replace("<\\/", "</")) == widget.widget_data()
+
+
+# -- a figure that neither jumps nor spills ------------------------------------------
+LAYOUT_SHIFT = """() => new Promise(resolve => {
+    let total = 0;
+    new PerformanceObserver(list => {
+        for (const e of list.getEntries()) if (!e.hadRecentInput) total += e.value;
+    }).observe({type: 'layout-shift', buffered: true});
+    document.fonts.ready.then(() => setTimeout(() => resolve(total), 1000));
+})"""
+
+
+@pytest.mark.parametrize(("width", "height"), [(390, 844), (1280, 900)])
+def test_the_landing_page_does_not_shift_as_it_loads(open_page, width, height):
+    # On a slow phone's CPU the scripts run late: the figure must not wait
+    # for them to take its place.
+    page = open_page("index.html", width=width, height=height)
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
+    page.reload(wait_until="load")
+    shift = page.evaluate(LAYOUT_SHIFT)
+    assert shift < 0.02, f"cumulative layout shift {shift:.3f}"
+
+
+SPAN = """() => {
+    const root = document.querySelector('[data-figure="scaled-vs-unscaled"]');
+    const controls = root.querySelector('.sdpa-w-controls');
+    const header = document.querySelector('.mobile-header').getBoundingClientRect();
+    window.scrollBy({top: controls.getBoundingClientRect().top - header.bottom,
+                     behavior: 'instant'});
+    const plane = root.querySelector('.sdpa-w-plane').getBoundingClientRect();
+    return {top: controls.getBoundingClientRect().top, bottom: plane.bottom,
+            screen: innerHeight};
+}"""
+
+
+def test_a_tap_shows_its_whole_effect_on_one_phone_screen(open_page):
+    """Controls, both weight panels and the value plane, below the header."""
+    page = open_page(width=390, height=844)
+    for width in example.WIDTHS:
+        for query in range(len(example.QUERY_NAMES)):
+            page.evaluate(f"location.hash = 'q={query}&dk={width}'")
+            box = page.evaluate(SPAN)
+            assert box["bottom"] - box["top"] <= 844
+            assert box["bottom"] <= box["screen"], (
+                f"q={query} dk={width}: the value plane ends at {box['bottom']:.0f}px "
+                f"with the controls just below the header at {box['top']:.0f}px"
+            )
+
+
+TEXT_SIZES = """root => {
+    const sizes = [];
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        const el = n.parentElement;
+        if (!n.textContent.trim() || !el.checkVisibility()) continue;
+        if (el.closest('.sdpa-w-sr, script')) continue;
+        let size = parseFloat(getComputedStyle(el).fontSize);
+        const svg = el.closest('svg');
+        if (svg) size *= svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+        sizes.push([size, n.textContent.trim().slice(0, 20)]);
+    }
+    return sizes;
+}"""
+
+
+def test_figure_text_is_nine_pixels_or_more_on_a_phone(open_page):
+    page = open_page(width=390, height=844)
+    sizes = page.locator(ROOT).evaluate(TEXT_SIZES)
+    assert len(sizes) > 40
+    small = [s for s in sizes if s[0] < 9]
+    assert not small, small
+
+
+OVERLAPS = """() => {
+    const plane = document.querySelector('[data-figure] .sdpa-w-plane');
+    const marks = [...plane.querySelectorAll('.sdpa-w-out-raw, .sdpa-w-out-scaled')]
+        .map(m => m.getBoundingClientRect());
+    const hit = (a, b) => a.left < b.right && b.left < a.right
+        && a.top < b.bottom && b.top < a.bottom;
+    return [...plane.querySelectorAll('.sdpa-w-vlabel')]
+        .filter(l => marks.some(m => hit(l.getBoundingClientRect(), m)))
+        .map(l => l.textContent);
+}"""
+
+
+def test_no_output_mark_covers_a_value_label(open_page):
+    page = open_page(reduced_motion="reduce")
+    for width in example.WIDTHS:
+        for query in range(len(example.QUERY_NAMES)):
+            page.evaluate(f"location.hash = 'q={query}&dk={width}'")
+            assert page.evaluate(OVERLAPS) == [], (query, width)
