@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.transforms import offset_copy
 
 from .style import (
     INK,
@@ -103,7 +104,7 @@ def broken_models_figure(widths, sweep, labels):
     ----------
     widths : numpy.ndarray
     sweep : dict
-        The result of :func:`sdpa_ref.model_sweep`.
+        The result of :func:`sdpa_ref.random_model.model_sweep`.
     labels : dict of str to str
         Model name to legend label.
 
@@ -126,12 +127,20 @@ def broken_models_figure(widths, sweep, labels):
             label=labels[name],
         )
     ax.plot(widths, widths, color=MUTED, linestyle=":", linewidth=1)
-    ax.annotate(
+    # Written along the reference line, just over its middle, between the
+    # legend (upper left) and the curves (lower right). The angle is the
+    # line's own on screen (transform_rotates_text), whatever the layout.
+    middle = float(np.sqrt(widths[0] * widths[-1]))
+    ax.text(
+        middle,
+        middle,
         r"slope 1: grows like $d_k$",
-        (widths[-2], widths[-2]),
-        xytext=(-12, 10),
-        textcoords="offset points",
-        ha="right",
+        transform=offset_copy(ax.transData, fig=fig, x=-1.5, y=1.5, units="points"),
+        rotation=45,
+        transform_rotates_text=True,
+        rotation_mode="anchor",
+        ha="center",
+        va="bottom",
         color=MUTED,
     )
     ax.set_xscale("log", base=2)
@@ -154,7 +163,7 @@ def saturation_figure(spreads, curves, d_k, highlight=None, cap=None):
         Standard deviation of the raw score row: the multiplier of a row of
         standard deviation 1.
     curves : dict
-        The result of :func:`sdpa_ref.saturation`.
+        The result of :func:`sdpa_ref.spread.saturation`.
     d_k : int
         The width whose square root divides the scaled row.
     highlight : float, optional

@@ -43,6 +43,19 @@ def vector(values, fmt="{:g}"):
     return "[" + ", ".join(number(float(v), fmt) for v in values) + "]"
 
 
+def times_ten(x, digits=1):
+    """A number as ``m × 10ⁿ``, with a real minus sign and a superscript power.
+
+    Examples
+    --------
+    >>> times_ten(1.0141e31), times_ten(-6.6e-5)
+    ('1.0 × 10³¹', '−6.6 × 10⁻⁵')
+    """
+    mantissa, exponent = f"{float(x):.{digits}e}".split("e")
+    power = str(int(exponent)).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    return f"{mantissa.replace('-', '−')} × 10{power}"
+
+
 def comparison_table(comparison, key_names):
     """Unscaled against scaled for one query: scores, weights, entropy, output.
 
@@ -158,7 +171,17 @@ def coordinate_labels(n):
 
 
 def cost_markdown(rows):
-    """The cost table of :func:`sdpa_ref.cost_table`, 16-bit scores."""
+    """The cost table of :func:`sdpa_ref.cost.cost_table`, 16-bit scores.
+
+    Arithmetic in multiply-adds; FLOPs are twice as many, and a column of
+    them would only push the table past a phone's width.
+
+    Examples
+    --------
+    >>> from sdpa_ref.cost import cost_table
+    >>> print(cost_markdown(cost_table([1024], itemsize=2)).splitlines()[-1])
+    | 1,024 | 134.2 M | 2 MiB | 1× |
+    """
     return markdown_table(
         ["sequence length n", "multiply-adds", "scores of one head", "growth"],
         [
@@ -228,82 +251,106 @@ def online_trace_markdown(trace):
 
 
 def traffic_markdown(rows):
-    """HBM traffic of :func:`sdpa_ref.flash.hbm_traffic`, one row per (N, M).
+    """HBM traffic of :func:`sdpa_ref.flash.hbm_traffic`, one row per N.
 
-    Short headers, for phones: ``M`` in numbers, keys per block ``B_c``,
-    passes ``T_c``, numbers read or written by Algorithms 0 and 1, and their
-    ratio.
+    Narrow, for phones: standard attention's count (Algorithm 0), in
+    millions of numbers read or written, and that count divided by each of
+    FlashAttention's Algorithm 1 (FA), FlashAttention-2's loop order given
+    FA's block sizes, and FlashAttention-2 with the blocks its A100 kernels
+    use.
 
     Examples
     --------
     >>> import sdpa_ref
-    >>> table = traffic_markdown([sdpa_ref.flash.hbm_traffic(4096, 64, 98_304)])
+    >>> table = traffic_markdown([sdpa_ref.flash.hbm_traffic(32768, 64, 98_304)])
+    >>> print(table.splitlines()[0])
+    | N | standard | ÷ FA | ÷ FA-2 loop order, FA's blocks | ÷ FA-2 kernel's blocks |
     >>> print(table.splitlines()[-1])
-    | 4,096 | 98,304 | 384 | 11 | 68.2 M | 9.6 M | 7.1× |
+    | 32,768 | 4,303 | 7.7× | 11.8× | 4.0× |
     """
+
+    def millions(count):
+        return f"{count / 1e6:,.0f}" if count >= 1e8 else f"{count / 1e6:.1f}"
+
     return markdown_table(
         [
             "N",
-            "M",
-            "B_c",
-            "T_c",
             "standard",
-            "FlashAttention",
-            "ratio",
+            "÷ FA",
+            "÷ FA-2 loop order, FA's blocks",
+            "÷ FA-2 kernel's blocks",
         ],
         [
             [
                 f"{r['n']:,}",
-                f"{r['m']:,}",
-                f"{r['block_cols']:,}",
-                f"{r['passes']:,}",
-                human_count(r["standard"]),
-                human_count(r["flash"]),
+                millions(r["standard"]),
                 f"{r['ratio']:.1f}×",
+                f"{r['ratio2']:.1f}×",
+                f"{r['ratio2_kernel']:.1f}×",
             ]
             for r in rows
         ],
     )
 
 
-def tradeoff_markdown(figure):
-    """The measurement of the FlashAttention paper's Figure 2 (left), as a table.
+def tradeoff_markdown(figure, recount):
+    """The FlashAttention paper's Figure 2 (left), with its FLOPs recounted.
 
     Parameters
     ----------
     figure : dict
         :data:`sdpa_ref.flash.FIGURE_2`.
+    recount : dict
+        :func:`sdpa_ref.flash.figure_2_matmul_flops`: ``standard`` and
+        ``flash`` in GFLOPs.
 
     Examples
     --------
     >>> import sdpa_ref
-    >>> print(tradeoff_markdown(sdpa_ref.flash.FIGURE_2).splitlines()[2])
-    | GFLOPs | 66.6 | 75.2 |
+    >>> table = tradeoff_markdown(
+    ...     sdpa_ref.flash.FIGURE_2, sdpa_ref.flash.figure_2_matmul_flops()
+    ... )
+    >>> print(table.splitlines()[2])
+    | GFLOPs, as printed | 66.6 | 75.2 |
+    >>> print(table.splitlines()[3])
+    | GFLOPs, matrix products (recount) | 824.6 | 962.1 |
     """
     std, flash = figure["standard"], figure["flash"]
     return markdown_table(
         ["", "standard attention", "FlashAttention"],
         [
-            [label, f"{std[key]:g}", f"{flash[key]:g}"]
-            for label, key in (
-                ("GFLOPs", "gflops"),
-                ("HBM reads and writes (GB)", "hbm_gb"),
-                ("runtime (ms)", "runtime_ms"),
-            )
+            ["GFLOPs, as printed", f"{std['gflops']:g}", f"{flash['gflops']:g}"],
+            [
+                "GFLOPs, matrix products (recount)",
+                f"{recount['standard']:.1f}",
+                f"{recount['flash']:.1f}",
+            ],
+            *(
+                [label, f"{std[key]:g}", f"{flash[key]:g}"]
+                for label, key in (
+                    ("HBM reads and writes (GB)", "hbm_gb"),
+                    ("runtime (ms)", "runtime_ms"),
+                )
+            ),
         ],
     )
 
 
-def outcomes_markdown(outcomes, pooled, row_labels):
-    """Each empty-row convention's outputs, per query, and pooled over queries."""
+def outcomes_markdown(outcomes, pooled_rows, row_labels):
+    """Each empty-row convention's outputs, per query, then pooled rows.
+
+    ``pooled_rows`` maps a row label to a dict of pooled vectors, as
+    :func:`sdpa_ref.masks.pooled_outputs` returns them.
+    """
     names = list(outcomes)
     rows = [
         [label, *(vector(outcomes[name][i], "{:.2f}") for name in names)]
         for i, label in enumerate(row_labels)
     ]
-    rows.append(
-        ["mean over queries", *(vector(pooled[name], "{:.2f}") for name in names)]
-    )
+    rows += [
+        [label, *(vector(pooled[name], "{:.2f}") for name in names)]
+        for label, pooled in pooled_rows.items()
+    ]
     return markdown_table(["query", *names], rows, align=[":--"] * (len(names) + 1))
 
 
@@ -372,7 +419,7 @@ def window_markdown(rows):
 def option_names_markdown(rows):
     """sdpa_ref's option names beside FlashAttention's and PyTorch's.
 
-    ``rows`` (:data:`sdpa_ref.testing.OPTION_NAMES`) hold Markdown cells, with
+    ``rows`` (:data:`sdpa_ref.kernels.OPTION_NAMES`) hold Markdown cells, with
     every name in code formatting.
 
     Examples
@@ -392,7 +439,7 @@ def option_names_markdown(rows):
 def kernel_verdicts_markdown(rows, tolerances):
     """Example kernels judged by FlashAttention's rule and by fixed tolerances.
 
-    ``rows`` come from :func:`sdpa_ref.testing.tolerance_table`; a ✗ marks a
+    ``rows`` come from :func:`sdpa_ref.kernels.tolerance_table`; a ✗ marks a
     verdict that is wrong about the kernel.
 
     Examples
@@ -422,7 +469,7 @@ def kernel_verdicts_markdown(rows, tolerances):
             "logit scale",
             "error vs float64",
             "bound",
-            "FlashAttention's rule, as sdpa_ref applies it",
+            'FlashAttention\'s rule (`rule="flash"`)',
             *(f"fixed {tol:g}" for tol in tolerances),
         ],
         [
@@ -439,3 +486,75 @@ def kernel_verdicts_markdown(rows, tolerances):
         ],
         align=[":--", ":--", "--:", "--:", "--:", ":--", *[":--"] * len(tolerances)],
     )
+
+
+def head_width_markdown(rows):
+    """Widths and heads of :func:`sdpa_ref.example.head_width_rows`, one model a column.
+
+    Models run across, so that the table fits a phone: five short rows of
+    numbers under the models' names.
+    """
+    quantities = [
+        ("d_model", "d_model"),
+        ("h", "heads"),
+        ("d_model / h", "even_split"),
+        ("dₖ", "head_width"),
+        ("h·dₖ", "concat_width"),
+    ]
+    return markdown_table(
+        ["model", *(r["name"] for r in rows)],
+        [[label, *(f"{r[key]:,}" for r in rows)] for label, key in quantities],
+    )
+
+
+def projection_markdown(example):
+    """Tokens and their projections, from :func:`sdpa_ref.example.projection_example`.
+
+    One row per token: its vector ``x`` (a row of ``X``) and the query, key
+    and value projected from it, ``x W_Q``, ``x W_K`` and ``x W_V``.
+    """
+    return markdown_table(
+        ["token", "x", "q", "k", "v"],
+        [
+            [str(i), *(vector(example[key][i]) for key in ("X", "Q", "K", "V"))]
+            for i in range(len(example["X"]))
+        ],
+    )
+
+
+def weights_markdown(example):
+    """The projections of :func:`sdpa_ref.example.projection_example`, row by row.
+
+    Row ``j`` of each matrix is what coordinate ``j`` of a token adds, times
+    that coordinate, to the token's query, key or value.
+    """
+    return markdown_table(
+        ["row", "W_Q", "W_K", "W_V"],
+        [
+            [
+                f"row {j + 1}",
+                *(vector(example[key][j]) for key in ("W_Q", "W_K", "W_V")),
+            ]
+            for j in range(len(example["W_Q"]))
+        ],
+    )
+
+
+def row_mixture(x, matrix, result):
+    """A vector times a matrix, as the matrix's rows weighted by the vector.
+
+    ``x W = x_1 (row 1 of W) + x_2 (row 2 of W) + ... = result``, in plain
+    text for ``{glue:md}``. The result is computed by sdpa_ref and passed in;
+    this only writes it out.
+
+    Examples
+    --------
+    >>> row_mixture([1, -2], [[1, 0], [0, 1]], [1, -2])
+    '1·[1, 0] + (−2)·[0, 1] = [1, −2]'
+    """
+    terms = []
+    for a, row in zip(x, matrix, strict=True):
+        weight = number(float(a), "{:g}")
+        weight = f"({weight})" if weight.startswith("−") else weight
+        terms.append(f"{weight}·{vector(row)}")
+    return " + ".join(terms) + f" = {vector(result)}"

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.ticker import NullLocator
 
-from sdpa_ref.training import measured_grad_ratios
+from sdpa_ref.training import WINDOW, measured_grad_ratios, window_means
 
 from .style import (
-    INK,
+    MIN_FONT_PT,
     MUTED,
     PAGE_WIDTH,
     SCALED_COLOR,
@@ -17,7 +18,7 @@ from .style import (
     plain_log_ticks,
     styled,
 )
-from .tables import markdown_table
+from .tables import markdown_table, number
 
 #: One colour and line style per scale, so that the lines differ without colour.
 SCALE_STYLE = {
@@ -34,10 +35,17 @@ SCALE_TEXT = {"sqrt": "1/√dₖ", "none": "unscaled", "linear": "1/dₖ"}
 CONTROL = ("matched init", "none")
 CONTROL_STYLE = {"color": SERIES_COLORS[3], "linestyle": ":", "marker": "D"}
 CONTROL_LABEL = "unscaled, matched init"
-#: The baselines' lines: (key of sdpa_ref.training.baselines, label, line style).
+#: The baselines' lines on a loss axis: (key of
+#: sdpa_ref.training.baselines, label, line style).
 BASELINE_LINES = (
     ("chance_loss", "chance", (0, (1, 1))),
     ("blind_loss", "query-blind", (0, (5, 2, 1, 2))),
+)
+#: The same on an accuracy axis: the query-blind line is the cap that no
+#: model ignoring the query can pass.
+ACCURACY_LINES = (
+    ("chance_accuracy", "chance", (0, (1, 1))),
+    ("blind_accuracy", "query-blind", (0, (5, 2, 1, 2))),
 )
 
 
@@ -52,7 +60,9 @@ def _label(setting, scale, names=SCALE_LABEL):
 def _legend_top(fig, ax, ncols=3):
     handles, labels = ax.get_legend_handles_labels()
     # The arms first, then the grey reference lines.
-    last = {label for _, label, _ in BASELINE_LINES}
+    last = {
+        label for lines in (BASELINE_LINES, ACCURACY_LINES) for _, label, _ in lines
+    }
     order = sorted(range(len(labels)), key=lambda i: labels[i] in last)
     handles, labels = [handles[i] for i in order], [labels[i] for i in order]
     fig.legend(
@@ -65,30 +75,61 @@ def _legend_top(fig, ax, ncols=3):
 
 
 def _setting_title(result, name):
-    setting = result["settings"][name]
-    return f"{name}: learning rate {setting.lr:g}, init gain {setting.gain:g}"
+    return f"learning rate {result['settings'][name].lr:g}"
 
 
-def _draw_baselines(ax, baselines):
-    for key, label, dashes in BASELINE_LINES if baselines else ():
+def _draw_references(ax, baselines, lines, factor=1.0):
+    for key, label, dashes in lines if baselines else ():
         ax.axhline(
-            baselines[key], color=MUTED, linestyle=dashes, linewidth=1.1, label=label
+            factor * baselines[key],
+            color=MUTED,
+            linestyle=dashes,
+            linewidth=1.1,
+            label=label,
         )
 
 
-def _curves(
-    result, setting, field, ylabel, *, log_y=False, ceiling=None, baselines=None
-):
-    widths = result["widths"]
-    steps = np.arange(1, result["steps"] + 1)
-    series = [(setting, scale) for scale in result["scales"]]
+def _series(result, setting):
+    series = [(setting, scale) for scale in result["runs"][setting]]
     if setting == "main" and CONTROL[0] in result["runs"]:
         series.append(CONTROL)
-    fig, axes = new_figure(PAGE_WIDTH, 1.9 * len(widths) + 0.9, nrows=len(widths))
+    return series
+
+
+def _curves(
+    result,
+    setting,
+    field,
+    ylabel,
+    *,
+    first=None,
+    window=WINDOW,
+    factor=1.0,
+    references=(),
+    reference_lines=(),
+    center=np.median,
+    yticks=None,
+):
+    """One panel per width: the median (or ``center``) over seeds, and their range.
+
+    With ``window``, each seed's series is first averaged over windows of
+    that many steps, drawn at the windows' middles; ``first`` keeps only the
+    first steps.
+    """
+    widths = result["widths"]
+    n_steps = result["steps"] if first is None else min(first, result["steps"])
+    steps = np.arange(1, n_steps + 1, dtype=float)
+    if window > 1:
+        steps = window_means(steps, window)
+    fig, axes = new_figure(
+        PAGE_WIDTH, 1.5 * len(widths) + 0.9, nrows=len(widths), sharex=True
+    )
     axes = np.atleast_1d(axes)
     for ax, d_k in zip(axes, widths, strict=True):
-        for name, scale in series:
-            values = result["runs"][name][scale][d_k][field]
+        for name, scale in _series(result, setting):
+            values = factor * result["runs"][name][scale][d_k][field][:, :n_steps]
+            if window > 1:
+                values = window_means(values, window)
             style = _style(name, scale)
             ax.fill_between(
                 steps,
@@ -100,29 +141,31 @@ def _curves(
             )
             ax.plot(
                 steps,
-                np.median(values, axis=0),
+                center(values, axis=0),
                 color=style["color"],
                 linestyle=style["linestyle"],
                 linewidth=1.6,
                 label=_label(name, scale),
             )
-        if ceiling is not None:
-            ax.axhline(ceiling, color=MUTED, linestyle=":", linewidth=1.2)
-        _draw_baselines(ax, baselines)
-        if log_y:
-            ax.set_yscale("log")
-            plain_log_ticks(ax, "y")
+        _draw_references(ax, references, reference_lines, factor)
+        if yticks is not None:
+            ax.set_yticks(yticks)
         ax.set_ylabel(ylabel)
         ax.set_title(f"$d_k$ = {d_k}", loc="left")
-        ax.set_xlim(steps[0], steps[-1])
-    axes[-1].set_xlabel("Adam step")
+        ax.set_xlim(0, n_steps)
+    axes[-1].set_xlabel(
+        "Adam step" if window == 1 else f"Adam step (mean over {window} steps)"
+    )
     _legend_top(fig, axes[0])
     return fig
 
 
 @styled
-def loss_figure(result, setting="main", baselines=None):
-    """Training loss against step, one panel per width, median and range over seeds.
+def accuracy_figure(result, setting="main", baselines=None, window=WINDOW):
+    """Accuracy against step, one panel per width, median and range over seeds.
+
+    Each seed's accuracy is averaged over windows of
+    :data:`sdpa_ref.training.WINDOW` steps first.
 
     Parameters
     ----------
@@ -132,148 +175,185 @@ def loss_figure(result, setting="main", baselines=None):
         Which setting's runs to draw; the main setting's panels also draw
         the control arm, if the result has it.
     baselines : dict, optional
-        :func:`sdpa_ref.training.baselines`; draws the chance and
-        query-blind losses as grey lines.
+        :func:`sdpa_ref.training.baselines`; draws chance and the
+        query-blind cap as grey lines.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
     return _curves(
-        result, setting, "loss", "loss (nats)", log_y=True, baselines=baselines
+        result,
+        setting,
+        "accuracy",
+        "accuracy (%)",
+        window=window,
+        factor=100.0,
+        yticks=[0, 50, 100],
+        references=baselines,
+        reference_lines=ACCURACY_LINES,
     )
 
 
 @styled
-def entropy_figure(result, setting="main", ceiling=None):
-    """Mean attention entropy against step, one panel per width.
+def wrong_key_figure(result, setting="main", first=20):
+    """Share of rows one-hot on a wrong key over the first steps, per width.
 
-    ``ceiling`` draws a dotted line at ``ln n_pairs``, the entropy of
-    uniform weights.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-    """
-    return _curves(result, setting, "entropy", "entropy (nats)", ceiling=ceiling)
-
-
-@styled
-def init_gradient_figure(result, settings=("main", "larger init")):
-    """|∇W_Q| at step 1, relative to the 1/√d_k arm's, against the prediction.
-
-    Markers are the seeds (each divided by the same seed's 1/√d_k arm);
-    solid lines the root-mean-square prediction over random rows, dotted
-    lines the saturation page's one fixed row. One panel per setting,
-    stacked.
+    One line per arm (the control's too, for the main setting): the share
+    of the batch's rows whose top weight is at least
+    :data:`sdpa_ref.training.ONE_HOT` and lands on a pair the query did not
+    ask for, step by step, mean over seeds (each step's batch holds only 16
+    rows per seed), with the seeds' range as a band.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    widths = np.array(result["widths"])
-    fig, axes = new_figure(PAGE_WIDTH, 2.5 * len(settings) + 0.8, nrows=len(settings))
-    axes = np.atleast_1d(axes)
-    for ax, setting in zip(axes, settings, strict=True):
-        for scale in result["scales"]:
-            style = SCALE_STYLE[scale]
-            for seed_values in measured_grad_ratios(result, setting, scale).T:
-                ax.plot(
-                    widths,
-                    seed_values,
-                    linestyle="none",
-                    marker=style["marker"],
-                    color=style["color"],
-                    markersize=5,
-                    alpha=0.8,
-                )
-            ax.plot(
-                widths,
-                result["prediction"]["rms"][setting][scale],
-                color=style["color"],
-                linestyle="-",
-                linewidth=1.4,
-                label=SCALE_LABEL[scale],
-            )
-            ax.plot(
-                widths,
-                result["prediction"]["page"][setting][scale],
-                color=style["color"],
-                linestyle=":",
-                linewidth=1.4,
-            )
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        plain_log_ticks(ax, "x")
-        ax.set_xticks(widths)
-        ax.set_xlabel("head width $d_k$")
-        ax.set_ylabel(r"$|\nabla W_Q|$ / the $1/\sqrt{d_k}$ arm's")
-        ax.set_title(_setting_title(result, setting), loc="left")
-        # The fixed row's prediction for the unscaled arm falls to 1e-30 and
-        # below; the panel stops where the measured values could still show.
-        ax.set_ylim(1e-9, 30)
-        plain_log_ticks(ax, "y")
-    axes[0].plot([], [], color=INK, linestyle=":", label="one fixed row")
-    _legend_top(fig, axes[0], ncols=4)
+    fig = _curves(
+        result,
+        setting,
+        "wrong_one_hot",
+        "wrong one-hot (%)",
+        first=first,
+        window=1,
+        factor=100.0,
+        center=np.mean,
+        yticks=[0, 50, 100],
+    )
+    for ax in fig.axes:
+        ax.set_ylim(0, 100)
+        ax.set_xticks(np.arange(5, first + 1, 5))
+        ax.set_xlim(0.5, first + 0.5)
     return fig
 
 
-@styled
-def final_loss_figure(
-    result, settings=("main", "larger init", "smaller lr"), baselines=None
-):
-    """Final loss against d_k per scale, one panel per setting; bars span the seeds.
+#: Line styles of the long run's widths, narrowest first.
+LONG_RUN_STYLES = ("-", "--", ":")
 
-    The main setting's panel also draws the control arm, if the result has
-    it; ``baselines`` (:func:`sdpa_ref.training.baselines`) adds the chance
-    and query-blind losses as grey lines.
+
+@styled
+def long_run_figure(result, baselines=None, window=WINDOW):
+    """The long run's accuracy at every width, past the grid's last step.
+
+    One line per width (:func:`sdpa_ref.training.run_experiment`'s
+    ``long``), averaged over windows of ``window`` steps, in the colour of
+    its scale, told apart by line style; a dotted vertical line marks the
+    grid's last step. ``baselines`` adds chance and the query-blind cap.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    long = result["long"]
+    run = long["run"]
+    color = _style(run.setting, run.scale)["color"]
+    steps = window_means(np.arange(1, long["steps"] + 1, dtype=float), window)
+    fig, ax = new_figure(PAGE_WIDTH, 2.9)
+    for (d_k, arrays), dashes in zip(
+        long["runs"].items(), LONG_RUN_STYLES, strict=False
+    ):
+        ax.plot(
+            steps,
+            100 * window_means(arrays["accuracy"], window),
+            color=color,
+            linestyle=dashes,
+            linewidth=1.6,
+            label=f"$d_k$ = {d_k}",
+        )
+    _draw_references(ax, baselines, ACCURACY_LINES, 100.0)
+    ax.axvline(result["steps"], color=MUTED, linestyle=(0, (1, 2)), linewidth=1.1)
+    ax.annotate(
+        f"budget ends,\nstep {result['steps']}",
+        (result["steps"], 31),
+        xytext=(4, 0),
+        textcoords="offset points",
+        color=MUTED,
+        fontsize=MIN_FONT_PT,
+        va="bottom",
+    )
+    ax.set_xlim(0, long["steps"])
+    ax.set_ylim(0, 105)
+    ax.set_yticks([0, 50, 100])
+    ax.set_ylabel("accuracy (%)")
+    ax.set_xlabel(f"Adam step (mean over {window} steps)")
+    ax.set_title(
+        f"{_label(run.setting, run.scale, SCALE_TEXT)}, seed {run.seed}, "
+        f"{_setting_title(result, run.setting)}",
+        loc="left",
+    )
+    _legend_top(fig, ax)
+    return fig
+
+
+def _final(ax, result, setting, field, factor):
+    widths = np.array(result["widths"])
+    offsets = {"sqrt": 0.94, "none": 1.0, "linear": 1.06}
+    for name, scale in _series(result, setting):
+        rows = [
+            r for r in result["summary"] if r["setting"] == name and r["scale"] == scale
+        ]
+        mean = factor * np.array([r[field] for r in rows])
+        low = mean - factor * np.array([r[f"{field}_min"] for r in rows])
+        high = factor * np.array([r[f"{field}_max"] for r in rows]) - mean
+        style = _style(name, scale)
+        offset = 1.12 if (name, scale) == CONTROL else offsets[scale]
+        ax.errorbar(
+            widths * offset,
+            mean,
+            yerr=[low, high],
+            color=style["color"],
+            linestyle=style["linestyle"],
+            marker=style["marker"],
+            markersize=5,
+            capsize=3,
+            linewidth=1.4,
+            label=_label(name, scale),
+        )
+
+
+#: The lead figure's panels: (setting, field), top to bottom.
+FINAL_PANELS = (("main", "accuracy"), ("main", "loss"), ("smaller lr", "accuracy"))
+
+
+@styled
+def final_figure(result, panels=FINAL_PANELS, baselines=None):
+    """Final accuracy or loss against d_k, mean over seeds; bars span the seeds.
+
+    One panel per ``(setting, field)``, stacked, titled with the setting's
+    learning rate where the setting changes; the main setting's panels also
+    draw the control arm, if the result has it. ``baselines``
+    (:func:`sdpa_ref.training.baselines`) adds chance and the query-blind
+    line: the cap on accuracy, the floor on loss. The legend lists the arms
+    of the first panel and of any later panel's that it lacks.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
     fig, axes = new_figure(
-        PAGE_WIDTH,
-        2.0 * len(settings) + 0.9,
-        nrows=len(settings),
-        sharex=True,
-        sharey=True,
+        PAGE_WIDTH, 1.9 * len(panels) + 0.9, nrows=len(panels), sharex=True
     )
     axes = np.atleast_1d(axes)
     widths = np.array(result["widths"])
-    offsets = dict(zip(result["scales"], (0.94, 1.0, 1.06), strict=False))
-    for ax, name in zip(axes, settings, strict=True):
-        series = [(name, scale) for scale in result["scales"]]
-        if name == "main" and CONTROL[0] in result["runs"]:
-            series.append(CONTROL)
-        for setting, scale in series:
-            rows = [
-                r
-                for r in result["summary"]
-                if r["setting"] == setting and r["scale"] == scale
-            ]
-            mean = np.array([r["loss"] for r in rows])
-            low = mean - np.array([r["loss_min"] for r in rows])
-            high = np.array([r["loss_max"] for r in rows]) - mean
-            style = _style(setting, scale)
-            offset = 1.12 if (setting, scale) == CONTROL else offsets[scale]
-            ax.errorbar(
-                widths * offset,
-                mean,
-                yerr=[low, high],
-                color=style["color"],
-                linestyle=style["linestyle"],
-                marker=style["marker"],
-                markersize=5,
-                capsize=3,
-                linewidth=1.4,
-                label=_label(setting, scale),
-            )
-        _draw_baselines(ax, baselines)
-        ax.set_yscale("log")
-        plain_log_ticks(ax, "y")
-        ax.set_ylabel("final loss (nats)")
-        ax.set_title(_setting_title(result, name), loc="left")
+    previous = None
+    for ax, (setting, field) in zip(axes, panels, strict=True):
+        if setting != previous:
+            ax.set_title(_setting_title(result, setting), loc="left")
+        previous = setting
+        if field == "accuracy":
+            _final(ax, result, setting, field, 100.0)
+            _draw_references(ax, baselines, ACCURACY_LINES, 100.0)
+            ax.set_ylabel("accuracy (%)")
+            ax.set_ylim(0, 105)
+            ax.set_yticks([0, 50, 100])
+        else:
+            _final(ax, result, setting, field, 1.0)
+            _draw_references(ax, baselines, BASELINE_LINES)
+            ax.set_yscale("log")
+            plain_log_ticks(ax, "y")
+            # Unlabelled minor ticks would add weight, not information.
+            ax.yaxis.set_minor_locator(NullLocator())
+            ax.set_ylabel("loss (nats)")
     axes[-1].set_xscale("log", base=2)
     plain_log_ticks(axes[-1], "x")
     axes[-1].set_xticks(widths)
@@ -326,79 +406,81 @@ def summary_markdown(summary):
     return markdown_table(header, body, align=[":--", ":--", "--:", "--:", "--:"])
 
 
-def grad_ratio_markdown(
-    result, settings=("main", "larger init"), scales=("none", "linear")
-):
-    """Measured |∇W_Q| ratios at step 1 against the three ways to average rows.
+def grad_ratio_markdown(result, setting="main", scales=("none", "linear")):
+    """Measured |∇W_Q| ratios at step 1 against four ways to predict them.
+
+    The columns are :func:`sdpa_ref.training.predicted_grad_ratio`'s
+    methods: the root mean square over random rows of the Frobenius norm
+    (``"rms"``) and of the spectral norm, the plain mean of the spectral
+    norm, and the saturation page's one fixed row (``"page"``).
 
     Examples
     --------
     >>> from sdpa_ref import training
     >>> small = training.run_experiment(widths=(16,), seeds=(0,), steps=1,
     ...     settings={"main": training.Setting()})
-    >>> print(grad_ratio_markdown(small, settings=("main",), scales=("none",)))
-    | setting | arm | dₖ | measured (seeds) | RMS ‖J‖_F | RMS ‖J‖₂ | mean ‖J‖₂ |
-    | :-- | :-- | --: | --: | --: | --: | --: |
-    | main | unscaled | 16 | 2.80 (2.80–2.80) | 2.85 | 3.30 | 2.51 |
+    >>> print(grad_ratio_markdown(small, scales=("none",)))
+    | arm | dₖ | measured | Frobenius RMS | spectral RMS | spectral mean | fixed row |
+    | :-- | --: | --: | --: | --: | --: | --: |
+    | unscaled | 16 | 3.65 (3.65–3.65) | 2.85 | 3.30 | 2.51 | 8.6e−02 |
     """
     header = [
-        "setting",
         "arm",
         "dₖ",
-        "measured (seeds)",
-        "RMS ‖J‖_F",
-        "RMS ‖J‖₂",
-        "mean ‖J‖₂",
+        "measured",
+        "Frobenius RMS",
+        "spectral RMS",
+        "spectral mean",
+        "fixed row",
     ]
     methods = ("rms", "rms-spectral", "mean-spectral")
+    prediction = result["prediction"]
     body = []
-    for name in settings:
-        for scale in scales:
-            measured = measured_grad_ratios(result, name, scale)
-            fmt = "{:.2f}" if scale == "none" else "{:.3f}"
-            for i, d_k in enumerate(result["widths"]):
-                m = measured[i]
-                cells = [
-                    fmt.format(result["prediction"][method][name][scale][i])
-                    for method in methods
+    for scale in scales:
+        measured = measured_grad_ratios(result, setting, scale)
+        fmt = "{:.2f}" if scale == "none" else "{:.3f}"
+        for i, d_k in enumerate(result["widths"]):
+            m = measured[i]
+            cells = [
+                fmt.format(prediction[method][setting][scale][i]) for method in methods
+            ]
+            fixed = prediction["page"][setting][scale][i]
+            body.append(
+                [
+                    SCALE_TEXT[scale],
+                    str(d_k),
+                    _mean_range(m.mean(), m.min(), m.max(), fmt),
+                    *cells,
+                    number(fixed, "{:.1e}"),
                 ]
-                body.append(
-                    [
-                        name,
-                        SCALE_TEXT[scale],
-                        str(d_k),
-                        _mean_range(m.mean(), m.min(), m.max(), fmt),
-                        *cells,
-                    ]
-                )
-    return markdown_table(header, body, align=[":--", ":--", *["--:"] * 5])
+            )
+    return markdown_table(header, body, align=[":--", *["--:"] * 6])
 
 
-def score_step_markdown(summary, setting="main"):
+def score_step_markdown(summary):
     r"""How far the first Adam step moved the scores: mean (range) over seeds.
 
-    One row per arm of ``setting`` (and the control arm, for the main
-    setting), one column per width.
+    One row per setting and arm, in the summary's order (the control arm
+    named as in the figures), one column per width.
 
     Examples
     --------
     >>> rows = [{"setting": "main", "scale": "sqrt", "d_k": 16,
     ...          "score_step": 0.4, "score_step_min": 0.38, "score_step_max": 0.41}]
     >>> print(score_step_markdown(rows))
-    | arm | dₖ = 16 |
-    | :-- | --: |
-    | 1/√dₖ | 0.40 (0.38–0.41) |
+    | setting | arm | dₖ = 16 |
+    | :-- | :-- | --: |
+    | main | 1/√dₖ | 0.40 (0.38–0.41) |
     """
     widths = list(dict.fromkeys(r["d_k"] for r in summary))
     cells = {}
     for r in summary:
         key = (r["setting"], r["scale"])
-        if r["setting"] != setting and key != CONTROL:
-            continue
-        cell = _mean_range(
+        name = "main" if key == CONTROL else r["setting"]
+        label = (name, _label(*key, names=SCALE_TEXT))
+        cells.setdefault(label, {})[r["d_k"]] = _mean_range(
             r["score_step"], r["score_step_min"], r["score_step_max"], "{:.2f}"
         )
-        cells.setdefault(_label(*key, names=SCALE_TEXT), {})[r["d_k"]] = cell
-    header = ["arm", *(f"dₖ = {d}" for d in widths)]
-    body = [[label, *(row.get(d, "") for d in widths)] for label, row in cells.items()]
-    return markdown_table(header, body, align=[":--", *["--:"] * len(widths)])
+    header = ["setting", "arm", *(f"dₖ = {d}" for d in widths)]
+    body = [[*label, *(row.get(d, "") for d in widths)] for label, row in cells.items()]
+    return markdown_table(header, body, align=[":--", ":--", *["--:"] * len(widths)])

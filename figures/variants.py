@@ -66,7 +66,7 @@ def scale_choices_figure(widths, panels, ceilings, labels=None):
 
 
 @styled
-def linear_error_figure(feature_counts, errors, elu_error):
+def linear_error_figure(feature_counts, errors, elu_error, standard_errors=None):
     """Error of linear attention against the number of random features.
 
     Parameters
@@ -76,18 +76,26 @@ def linear_error_figure(feature_counts, errors, elu_error):
         Mean largest absolute output error for each count.
     elu_error : float
         The error of the ``elu + 1`` feature map, drawn as a reference line.
+    standard_errors : numpy.ndarray, optional
+        The standard error of each mean; drawn as bars of two standard errors
+        either side, so that a reader sees how far the means could move
+        under other draws.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
     fig, ax = new_figure(PAGE_WIDTH, 3.3)
-    ax.plot(
+    bars = None if standard_errors is None else 2 * np.asarray(standard_errors)
+    ax.errorbar(
         feature_counts,
         errors,
-        "o-",
+        yerr=bars,
+        fmt="o-",
         color=SERIES_COLORS[0],
         linewidth=2,
+        elinewidth=1.2,
+        capsize=3,
         label="positive random features",
     )
     ax.axhline(
@@ -99,7 +107,8 @@ def linear_error_figure(feature_counts, errors, elu_error):
     )
     ax.set_xscale("log", base=2)
     plain_log_ticks(ax, "x")
-    ax.set_ylim(0, max(elu_error, float(np.max(errors))) * 1.15)
+    top = np.max(np.asarray(errors) + (0 if bars is None else bars))
+    ax.set_ylim(0, max(elu_error, float(top)) * 1.15)
     ax.set_xlabel("number of features m")
     ax.set_ylabel("largest output error")
     # Below the curve, where it falls away: the dashed line runs along the top.

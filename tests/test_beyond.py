@@ -12,6 +12,7 @@ from sdpa_ref import example, flash, masks, precision, variants
 rows = arrays(np.float64, st.integers(1, 12), elements=st.floats(-30, 30))
 
 
+@pytest.mark.slow
 @given(rows, st.integers(1, 5), st.integers(0, 2**32 - 1))
 def test_online_softmax_equals_softmax_times_values(scores, block, seed):
     values = np.random.default_rng(seed).normal(size=(scores.size, 3))
@@ -36,6 +37,7 @@ def test_peak_memory_is_repeatable_and_sees_numpy():
     assert first >= 256 * 256 * 8
 
 
+@pytest.mark.slow
 def test_dense_memory_grows_like_n_squared_and_tiled_like_n():
     sweep = flash.memory_sweep([1024, 2048, 4096])
     dense = np.array([r["dense_bytes"] for r in sweep])
@@ -46,18 +48,35 @@ def test_dense_memory_grows_like_n_squared_and_tiled_like_n():
     assert sweep[-1]["tiled_bytes"] * 8 < sweep[-1]["dense_bytes"]
 
 
-@pytest.mark.parametrize(("n", "window"), [(4, 2), (8, 3), (10, 1), (6, 10)])
-def test_window_pairs_match_the_mask(n, window):
-    kept, _ = masks.count_pairs(masks.sliding_window_mask(n, window))
-    assert masks.window_pairs([n], window)[0]["window"] == kept
+@pytest.mark.parametrize(("n", "left"), [(4, 1), (8, 2), (10, 0), (6, 9), (6, 5)])
+def test_window_pairs_match_the_mask(n, left):
+    kept, _ = masks.count_pairs(masks.sliding_window_mask(n, left))
+    assert masks.window_pairs([n], left)[0]["window"] == kept
     assert (
-        masks.window_pairs([n], window)[0]["causal"]
+        masks.window_pairs([n], left)[0]["causal"]
         == masks.count_pairs(sdpa_ref.causal_mask(n, n))[0]
     )
 
 
+@pytest.mark.parametrize(("n", "left"), [(5, 0), (8, 2), (6, 9)])
+def test_the_sliding_window_is_attentions_window_left_zero(n, left):
+    """One convention: `left` keys to the query's left, the query not counted."""
+    rng = np.random.default_rng(n)
+    q, k, v = rng.normal(size=(3, n, 4))
+    mask = masks.sliding_window_mask(n, left)
+    np.testing.assert_array_equal(
+        sdpa_ref.attention(q, k, v, mask=mask),
+        sdpa_ref.attention(q, k, v, window=(left, 0)),
+    )
+    assert mask.sum(axis=1).max() == min(n, left + 1)
+
+
 def test_padding_makes_padding_invisible():
     assert masks.padding_gap([5, 3, 1], 5) < 1e-15
+    assert masks.agreement_text(masks.padding_gap([5, 3], 5)) == "bit for bit"
+    assert masks.agreement_text(3e-17) == "to within 3.0e-17"
+    with pytest.raises(ValueError, match="gap must be a nonnegative number"):
+        masks.agreement_text(float("nan"))
     with pytest.raises(ValueError, match=r"lengths must be integers in 0\.\.4"):
         masks.padding_mask([5], 4)
 
@@ -83,6 +102,15 @@ def test_empty_row_conventions():
     assert np.isnan(pooled["nan"]).all()
     assert np.isfinite(pooled["uniform"]).all()
     assert np.isfinite(pooled["unmask"]).all()
+    # The plain mean divides by all four queries: zero rows halve the pool.
+    np.testing.assert_allclose(pooled["zero"], out["zero"][2:].sum(axis=0) / 4)
+    # The mask-aware mean over the queries with a key: the same for every
+    # finite convention, and still NaN for "nan" (nan * 0 is nan).
+    keep = mask.any(axis=-1)
+    masked = masks.pooled_outputs(out, keep)
+    for name in ("uniform", "unmask", "zero"):
+        np.testing.assert_allclose(masked[name], out["zero"][2:].mean(axis=0))
+    assert np.isnan(masked["nan"]).all()
 
 
 @pytest.mark.parametrize(
@@ -115,7 +143,7 @@ def test_bfloat16_keeps_inf_and_nan_and_overflows_past_its_max():
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 def test_naive_breaks_past_the_threshold_and_stable_never_does(dtype):
-    threshold = sdpa_ref.overflow_threshold(dtype)
+    threshold = sdpa_ref.steps.overflow_threshold(dtype)
     below, above = np.array([threshold - 1.0, 0.0]), np.array([threshold + 1.0, 0.0])
     assert np.isfinite(precision.softmax_in(below, dtype, stable=False)).all()
     assert np.isnan(precision.softmax_error(above, dtype, stable=False))
@@ -177,3 +205,17 @@ def test_each_scale_choice_holds_only_its_own_growth():
     assert rnd["1/d_k"][-1] > 0.99 * np.log(8)
     with pytest.raises(ValueError, match="choice must be one of"):
         variants.scaled_scores(np.ones((1, 2)), np.ones((1, 2)), "half")
+
+
+def test_mistral_and_olmo_2_share_all_but_their_key_value_heads():
+    """The masks page's comparison: 32 layers, 32 query heads, width 128 each."""
+    olmo, mistral = masks.OLMO_2_7B_KV, masks.MISTRAL_7B_KV
+    shape = variants.MODEL_SHAPES["Mistral 7B (grouped-query)"]
+    assert olmo["layers"] == mistral["layers"] == 32
+    assert olmo["head_dim"] == mistral["head_dim"] == 128
+    assert olmo["kv_heads"] == shape["q_heads"] == 32  # OLMo 2: one per query head
+    row = variants.kv_cache_table(1, models={"m": shape})[0]
+    assert row["bytes"] == pytest.approx(
+        row["vs_multi_head"] * sdpa_ref.cost.kv_cache_bytes(1, **olmo)
+    )
+    assert row["vs_multi_head"] == 0.25

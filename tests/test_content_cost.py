@@ -119,7 +119,7 @@ def test_quoted_numbers_and_their_ratios():
 
 def test_model_score_bytes_is_every_head_of_every_layer():
     shape = sdpa_ref.cost.OLMO_2_7B
-    one = sdpa_ref.score_bytes(4096, 4096, itemsize=2)
+    one = sdpa_ref.cost.score_bytes(4096, 4096, itemsize=2)
     whole = sdpa_ref.cost.model_score_bytes(
         4096, layers=shape["layers"], heads=shape["heads"]
     )
@@ -151,9 +151,20 @@ def test_memory_figure_guides_sit_beside_their_lines_as_the_alt_text_says():
 
 def test_tables_of_the_flash_page():
     rows = [flash.hbm_traffic(2048, 64, 98_304)]
-    assert tables.traffic_markdown(rows).splitlines()[-1].endswith("| 6.2× |")
-    table = tables.tradeoff_markdown(flash.FIGURE_2)
+    assert (
+        tables.traffic_markdown(rows).splitlines()[-1]
+        == "| 2,048 | 17.3 | 6.2× | 9.4× | 3.9× |"
+    )
+    table = tables.tradeoff_markdown(flash.FIGURE_2, flash.figure_2_matmul_flops())
     assert "| HBM reads and writes (GB) | 40.3 | 4.4 |" in table
+    assert "| GFLOPs, as printed | 66.6 | 75.2 |" in table
+    assert "| GFLOPs, matrix products (recount) | 824.6 | 962.1 |" in table
+
+
+def test_the_cost_table_counts_multiply_adds_and_fits_a_phone():
+    table = tables.cost_markdown(sdpa_ref.cost.cost_table([1024, 2048], itemsize=2))
+    assert table.splitlines()[0].count("|") == 5  # four columns
+    assert table.splitlines()[-1] == "| 2,048 | 536.9 M | 8 MiB | 4× |"
 
 
 def test_online_softmax_lives_on_the_flash_page_only():
@@ -185,7 +196,10 @@ def test_the_flash_page_names_the_log_sum_exp_apart_from_the_logits():
     assert r"\mathrm{lse}_i = m_i + \log \ell_i" in page
     assert "L_i = m_i" not in page
     assert "{cite:p}`shah2024flashattention3`" in page
-    assert "{cite:p}`flashattention_readme_2022`" in page
+    # The README's memory savings sit beside the memory measurement.
+    cost_page = (DOCS / "cost.md").read_text()
+    assert "{cite:p}`flashattention_readme_2022`" in cost_page
+    assert "flashattention_readme_2022" not in page
     assert "{cite:p}`nvidia_ampere_tuning`" in page
     bib = (DOCS / "bib" / "cost.bib").read_text()
     assert "dc6d1300880cbedaf19234fb3fe5b04372f9d0ff" in bib

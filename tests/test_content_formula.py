@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import sdpa_ref
-from figures import formulas
+from figures import formulas, tables
 from sdpa_ref import example
 from sdpa_ref.similarity import distance_decomposition
 
@@ -59,7 +59,7 @@ def test_cross_attention_sizes_all_differ_and_values_are_not_an_identity():
 
 def test_cross_attention_output_is_a_mixture_of_value_rows():
     q, k, v = example.cross_attention_vectors()
-    steps = sdpa_ref.attention_steps(q, k, v)
+    steps = sdpa_ref.steps.attention_steps(q, k, v)
     np.testing.assert_allclose(steps["output"], steps["weights"] @ v)
     assert steps["output"].shape == (q.shape[0], v.shape[1])
     # Each output row lies strictly inside the span of several value rows:
@@ -95,7 +95,9 @@ def test_scaled_attention_is_softmax_at_temperature_sqrt_dk():
 
 
 def test_higher_temperature_is_flatter_and_keeps_the_order():
-    weights, entropies = sdpa_ref.temperature_sweep([4, 0, 2, -4], [0.5, 1, 2, 8])
+    weights, entropies = sdpa_ref.spread.temperature_sweep(
+        [4, 0, 2, -4], [0.5, 1, 2, 8]
+    )
     assert np.all(np.diff(entropies) > 0)
     assert np.all(np.diff(weights[:, 0]) < 0)  # K0, the top key, loses weight
     for row in weights:
@@ -111,7 +113,7 @@ def test_softmax_fraction_typesets_the_computed_weight():
 
 def test_value_mixture_typesets_one_term_per_value_row():
     q, k, v = example.cross_attention_vectors()
-    steps = sdpa_ref.attention_steps(q, k, v)
+    steps = sdpa_ref.steps.attention_steps(q, k, v)
     latex = formulas.value_mixture(steps["weights"][0], v, steps["output"][0])
     assert latex.count(r"\left[") == v.shape[0] + 1
     assert latex.startswith(r"\begin{aligned}")
@@ -162,7 +164,7 @@ def test_equal_key_lengths_make_distance_and_dot_attention_agree():
 def test_a_longer_query_is_a_lower_temperature():
     raw = example.raw_scores(4)[0]
     np.testing.assert_allclose(
-        sdpa_ref.softmax(2 * raw), sdpa_ref.temperature_sweep(raw, [0.5])[0][0]
+        sdpa_ref.softmax(2 * raw), sdpa_ref.spread.temperature_sweep(raw, [0.5])[0][0]
     )
 
 
@@ -194,9 +196,9 @@ def test_q1_near_tie_is_k2_and_k3_exactly_and_k0_one_ahead():
 
 def test_k2_and_k3_are_perpendicular_but_equally_close_to_q1():
     q, k, _ = example.vectors(4)
-    assert float(sdpa_ref.cosine_similarity(k[2], k[3])) == 0.0
-    assert float(sdpa_ref.cosine_similarity(q[1], k[2])) == pytest.approx(
-        float(sdpa_ref.cosine_similarity(q[1], k[3]))
+    assert float(sdpa_ref.similarity.cosine_similarity(k[2], k[3])) == 0.0
+    assert float(sdpa_ref.similarity.cosine_similarity(q[1], k[2])) == pytest.approx(
+        float(sdpa_ref.similarity.cosine_similarity(q[1], k[3]))
     )
 
 
@@ -283,7 +285,7 @@ def test_fallback_alt_text_k3_gains_only_slightly():
 
 def test_cross_mixture_from_rounded_weights_can_miss_the_last_digit():
     q, k, v = example.cross_attention_vectors()
-    steps = sdpa_ref.attention_steps(q, k, v)
+    steps = sdpa_ref.steps.attention_steps(q, k, v)
     w, out = steps["weights"][0], steps["output"][0]
     assert f"{out[0]:.3f}" == "1.376"
     assert f"{w.round(3) @ v[:, 0]:.3f}" == "1.375"
@@ -293,3 +295,215 @@ def test_landing_map_lists_the_kv_cache_under_masks():
     text = (DOCS / "index.md").read_text()
     entry = text.split("[Masks and their conventions](masks.md)", 1)[1].split("\n\n")[0]
     assert "key-value cache" in entry
+
+
+# -- reading order and the landing page's prose ------------------------------------
+
+SIDEBAR = [
+    "formula",
+    "similarity",
+    "scaling",
+    "training",
+    "steps",
+    "masks",
+    "precision",
+    "cost",
+    "flash",
+    "testing",
+    "variants",
+]
+
+
+def _read_next(page):
+    text = (DOCS / f"{page}.md").read_text()
+    return text.split("\n## What to read next\n", 1)[1]
+
+
+@pytest.mark.parametrize("page", ["index", "formula", "similarity", "scaling", "steps"])
+def test_what_to_read_next_leads_to_the_next_page_of_the_sidebar(page):
+    order = ["index", *SIDEBAR]
+    following = order[order.index(page) + 1]
+    links = re.findall(r"\]\(([\w-]+)\.md[#)]", _read_next(page))
+    assert links, page
+    assert links[0] == following, (page, links)
+    # Links further on go forward through the sidebar, never back.
+    pages = [link for link in links if link in SIDEBAR]
+    positions = [SIDEBAR.index(link) for link in pages]
+    assert positions == sorted(positions), (page, pages)
+
+
+def test_landing_read_next_is_prose_not_a_broken_definition_list():
+    section = _read_next("index").split("```{toctree}", 1)[0]
+    assert not re.search(r"^: ", section, re.M)
+    assert "[References](references.md)" in section
+
+
+def test_landing_counts_the_things_it_lists():
+    text = (DOCS / "index.md").read_text()
+    paragraph = text.split("things are worth noticing.", 1)
+    assert paragraph[0].rstrip().endswith("Four")
+    # The four: order kept, weights less extreme, entropy up, output moved.
+    body = paragraph[1].split("\n\n", 1)[0]
+    for claim in ("did not change", "less", "entropy", "output"):
+        assert claim in body
+
+
+# -- the similarity page's angle figure ------------------------------------------
+
+
+def test_longer_vectors_score_higher_below_90_degrees_and_lower_past_it():
+    below, above = np.radians([60.0]), np.radians([120.0])
+    short, long = (1, 1), (3, 2)
+    assert sdpa_ref.similarity.score_from_angle(
+        below, *long
+    ) > sdpa_ref.similarity.score_from_angle(below, *short)
+    assert sdpa_ref.similarity.score_from_angle(
+        above, *long
+    ) < sdpa_ref.similarity.score_from_angle(above, *short)
+    # What grows is the magnitude, on both sides of the right angle.
+    angles = np.radians(np.linspace(0, 180, 19))
+    assert np.all(
+        np.abs(sdpa_ref.similarity.score_from_angle(angles, *long))
+        >= np.abs(sdpa_ref.similarity.score_from_angle(angles, *short))
+    )
+    text = (DOCS / "similarity.md").read_text()
+    assert "scores\nhigher when the vectors are longer" not in text
+    assert "lower past it" in text
+
+
+# -- item 6 and 7: what the divisor sets, and the head width as a choice ----------
+
+
+def test_formula_page_sources_the_step_size_and_the_decoupled_head_width():
+    text = (DOCS / "formula.md").read_text()
+    temperature = text.split("(logits-and-temperature)=", 1)[1].split("\n## ", 2)[1]
+    # Tensor Programs V and μP are explained once, on the training page.
+    assert "yang2022tensor" not in temperature
+    assert "(training.md#a-smaller-learning-rate)" in temperature
+    assert "yang2022tensor" in (DOCS / "training.md").read_text()
+    # The divisor follows the head width in the formula, not in every model.
+    assert "not tuned by hand, although some models choose it" in temperature
+    assert "[Gemma 2 27B](#heads-and-width)" in temperature
+    heads = text.split("(heads-and-width)=", 1)[1].split("\n## ", 2)[1]
+    assert "{cite:p}`gemma2024gemma2` (Table 1)" in heads
+    assert "`query_pre_attn_scalar`" in heads
+    assert "{cite:p}`gemma_pytorch`" in heads
+    assert "gemma27 = head_rows[3]" in heads
+    assert example.head_width_rows()[3]["name"] == "Gemma 2 27B"
+    # The page glues row 2 as "its 9B model".
+    assert example.head_width_rows()[2]["name"] == "Gemma 2 9B"
+    assert "gemma9 = head_rows[2]" in heads
+    assert "choice" in heads
+    assert "{cite:p}`pytorch_attention_api`" in heads
+
+
+def test_row_mixture_writes_the_projected_query_as_weighted_rows():
+    p = example.projection_example()
+    text = tables.row_mixture(p["X"][0], p["W_Q"], p["Q"][0])
+    assert text == "1·[1, 0] + 0·[0, 1] + 1·[1, 1] + 0·[0, −1] = [2, 1]"
+
+
+# -- the batch-and-heads layout against PyTorch -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def torch():
+    return pytest.importorskip(
+        "torch",
+        reason="torch is not installed; `nox -s parity` installs torch==2.13.0 (CPU)",
+    )
+
+
+def _page_layout(X, W_Q, W_K, W_V, W_O, heads, **options):
+    """The formula page's split, attention and concatenation, as its doctest."""
+    B, n, _ = X.shape
+    d_k, d_v = W_Q.shape[1] // heads, W_V.shape[1] // heads
+
+    def split(t, width):
+        return t.reshape(B, n, heads, width).transpose(0, 2, 1, 3)
+
+    out = sdpa_ref.attention(
+        split(X @ W_Q, d_k), split(X @ W_K, d_k), split(X @ W_V, d_v), **options
+    )
+    return out.transpose(0, 2, 1, 3).reshape(B, n, heads * d_v) @ W_O
+
+
+@pytest.mark.torch
+def test_page_layout_is_torch_multihead_attention(torch):
+    B, n, d_model, heads = 2, 6, 8, 2
+    X = RNG.normal(size=(B, n, d_model))
+    W_Q, W_K, W_V, W_O = RNG.normal(size=(4, d_model, d_model))
+    mha = torch.nn.MultiheadAttention(
+        d_model, heads, bias=False, batch_first=True, dtype=torch.float64
+    )
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(
+            torch.from_numpy(np.concatenate([W_Q.T, W_K.T, W_V.T]))
+        )
+        mha.out_proj.weight.copy_(torch.from_numpy(W_O.T))
+        x = torch.from_numpy(X)
+        causal = torch.ones(n, n, dtype=torch.bool).triu(1)  # True = masked, in MHA
+        ours = _page_layout(X, W_Q, W_K, W_V, W_O, heads, is_causal=True)
+        theirs, _ = mha(x, x, x, attn_mask=causal, need_weights=False)
+    np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.torch
+def test_sdpa_masks_scale_and_dropout_read_as_the_page_says(torch):
+    F = torch.nn.functional
+    q, k, v = (RNG.normal(size=(2, 3, n, 4)) for n in (5, 7, 7))
+    allowed = RNG.random((5, 7)) < 0.6
+    allowed[:, 0] = True  # every query keeps a key
+    t = {name: torch.from_numpy(a) for name, a in (("q", q), ("k", k), ("v", v))}
+    additive = np.where(allowed, 0.0, -np.inf)
+    ours = sdpa_ref.attention(q, k, v, mask=allowed)
+    np.testing.assert_allclose(ours, sdpa_ref.attention(q, k, v, mask=additive))
+    for mask in (allowed, additive):  # True = may attend; floats are added
+        theirs = F.scaled_dot_product_attention(
+            t["q"], t["k"], t["v"], attn_mask=torch.from_numpy(mask)
+        )
+        np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-12, atol=1e-12)
+    # scale=None is 1/sqrt(E); scale=1.0 is unscaled, in both.
+    for scale in (None, 1.0, 1 / np.sqrt(q.shape[-1])):
+        theirs = F.scaled_dot_product_attention(t["q"], t["k"], t["v"], scale=scale)
+        np.testing.assert_allclose(
+            sdpa_ref.attention(q, k, v, scale=scale), theirs.numpy(), rtol=1e-12
+        )
+    # dropout_p is applied whenever it is above 0, outside training too.
+    with torch.no_grad():
+        dropped = F.scaled_dot_product_attention(t["q"], t["k"], t["v"], dropout_p=0.5)
+    assert not np.allclose(dropped.numpy(), sdpa_ref.attention(q, k, v))
+
+
+@pytest.mark.torch
+def test_multihead_key_padding_mask_marks_padding_with_true(torch):
+    B, n, d_model, heads = 2, 4, 8, 2
+    X = RNG.normal(size=(B, n, d_model))
+    W_Q, W_K, W_V, W_O = RNG.normal(size=(4, d_model, d_model))
+    padding = np.array([[False, False, False, True], [False, False, True, True]])
+    mha = torch.nn.MultiheadAttention(
+        d_model, heads, bias=False, batch_first=True, dtype=torch.float64
+    )
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(
+            torch.from_numpy(np.concatenate([W_Q.T, W_K.T, W_V.T]))
+        )
+        mha.out_proj.weight.copy_(torch.from_numpy(W_O.T))
+        x = torch.from_numpy(X)
+        theirs, _ = mha(x, x, x, key_padding_mask=torch.from_numpy(padding))
+    # The same pairs in SDPA's (and sdpa_ref's) convention: True = may attend.
+    allowed = ~padding[:, None, None, :]
+    ours = _page_layout(X, W_Q, W_K, W_V, W_O, heads, mask=allowed)
+    np.testing.assert_allclose(ours, theirs.detach().numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_every_head_at_once_keeps_d_v_apart_from_d_k():
+    """The doctest concatenates h·d_v wide and sizes W_O as h·d_v × d_model,
+    with d_v ≠ d_k, so that a slip between the two would fail it."""
+    text = (DOCS / "formula.md").read_text()
+    block = text.split("(heads-at-once)=", 1)[1].split("```python\n", 1)[1]
+    block = block.split("```", 1)[0]
+    assert ">>> d_k, d_v = 4, 3" in block
+    assert "concat.reshape(B, n, h * d_v)" in block
+    assert ">>> W_O = rng.normal(size=(h * d_v, d_model))" in block
+    assert "h * d_k)" not in block.split("W_V")[1]

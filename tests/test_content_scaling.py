@@ -21,7 +21,7 @@ rows = st.lists(
 
 
 def test_within_row_spread_of_the_nonzero_mean_model_at_width_512():
-    model = sdpa_ref.BROKEN_MODELS["mean 0.5 instead of 0"]
+    model = sdpa_ref.random_model.BROKEN_MODELS["mean 0.5 instead of 0"]
     within = random_model.within_row_std(WIDE, **model)
     total = random_model.dot_product_std(WIDE, **model)
     assert f"{within:.1f}" == "25.3"
@@ -31,6 +31,7 @@ def test_within_row_spread_of_the_nonzero_mean_model_at_width_512():
     assert total == pytest.approx(np.sqrt(1.5 * WIDE))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "model",
     [
@@ -47,7 +48,7 @@ def test_within_row_spread_of_the_nonzero_mean_model_at_width_512():
 def test_within_row_spread_matches_simulated_rows(model):
     """Draw queries, give each a row of keys, average the rows' own variances."""
     d_k, n_rows, n_keys = 16, 2000, 400
-    rng = np.random.default_rng(sdpa_ref.SEED)
+    rng = np.random.default_rng(sdpa_ref.random_model.SEED)
     mean, rho = model.get("mean", 0.0), model.get("correlation", 0.0)
     std = np.broadcast_to(model.get("std", 1.0), (d_k,))
     key_std = np.broadcast_to(model.get("key_std", std), (d_k,))
@@ -115,7 +116,7 @@ def test_shared_profile_raises_the_spread_and_opposite_profiles_lower_it():
     opposite = random_model.dot_product_std(WIDE, std=np.sqrt(a), key_std=np.sqrt(b))
     assert f"{shared:.1f}" == "25.5"
     assert f"{opposite:.1f}" == "19.3"
-    assert opposite < sdpa_ref.score_std(WIDE) < shared
+    assert opposite < sdpa_ref.random_model.score_std(WIDE) < shared
     # Var(q·k) = sum a_i b_i = d_k (1 + c), c the covariance of the two profiles.
     for x, y, std in ((a, a, shared), (a, b, opposite)):
         c = np.mean((x - x.mean()) * (y - y.mean()))
@@ -127,7 +128,7 @@ def test_opposite_profiles_agree_with_simulation():
         "std": random_model.variance_profile(64),
         "key_std": random_model.variance_profile(64, reverse=True),
     }
-    samples = sdpa_ref.sample_dot_products(64, 40_000, **model)
+    samples = sdpa_ref.random_model.sample_dot_products(64, 40_000, **model)
     assert samples.std() == pytest.approx(
         random_model.dot_product_std(64, **model), rel=0.02
     )
@@ -167,7 +168,9 @@ def test_row_of_1024_keys_peaks_about_three_standard_deviations_out():
     # Reference value of E[max] for 1024 standard normals is about 3.25.
     assert m == pytest.approx(3.25, abs=0.02)
     assert f"{random_model.max_score_bound(1024):.2f}" == "3.72"
-    raw = random_model.expected_max_score(1024, std=sdpa_ref.score_std(WIDE))
+    raw = random_model.expected_max_score(
+        1024, std=sdpa_ref.random_model.score_std(WIDE)
+    )
     assert raw == pytest.approx(m * np.sqrt(WIDE))
 
 
@@ -179,6 +182,7 @@ def test_the_bound_holds_and_is_sqrt_2_ln_n(n_keys):
     assert random_model.expected_max_score(n_keys, n_rows=2000) <= bound + 0.1
 
 
+@pytest.mark.slow
 def test_expected_max_agrees_with_rows_drawn_from_the_full_model():
     """Rows q·k_j of the model, in units of sqrt(d_k), peak where iid normals do."""
     d_k, n_keys, n_rows = 64, 256, 1500
@@ -202,18 +206,20 @@ def test_expected_max_is_seeded():
 
 def test_jacobian_norm_cap_is_one_half_and_is_reached():
     assert spread.JACOBIAN_NORM_CAP == 0.5
-    assert sdpa_ref.softmax_jacobian_norm([0.5, 0.5]) == pytest.approx(0.5)
-    assert sdpa_ref.softmax_jacobian_norm([0.5, 0.5, 0.0, 0.0]) == pytest.approx(0.5)
+    assert sdpa_ref.spread.softmax_jacobian_norm([0.5, 0.5]) == pytest.approx(0.5)
+    assert sdpa_ref.spread.softmax_jacobian_norm([0.5, 0.5, 0.0, 0.0]) == pytest.approx(
+        0.5
+    )
 
 
 @given(rows)
 def test_jacobian_norm_never_exceeds_the_cap(scores):
     w = sdpa_ref.softmax(scores)
-    norm = sdpa_ref.softmax_jacobian_norm(w)
+    norm = sdpa_ref.spread.softmax_jacobian_norm(w)
     assert norm >= -1e-15
     assert norm <= spread.JACOBIAN_NORM_CAP + 1e-12
     # The spectral norm is the largest singular value.
-    jac = sdpa_ref.softmax_jacobian(w)
+    jac = sdpa_ref.spread.softmax_jacobian(w)
     assert norm == pytest.approx(np.linalg.norm(jac, 2), abs=1e-12)
 
 
@@ -221,7 +227,9 @@ def test_jacobian_norm_never_exceeds_the_cap(scores):
 def test_jacobian_is_w_i_times_delta_minus_w_j(scores):
     w = sdpa_ref.softmax(scores)
     expected = w[:, None] * (np.eye(w.size) - w[None, :])
-    np.testing.assert_allclose(sdpa_ref.softmax_jacobian(w), expected, atol=1e-15)
+    np.testing.assert_allclose(
+        sdpa_ref.spread.softmax_jacobian(w), expected, atol=1e-15
+    )
     eps = 1e-6
     numeric = np.stack(
         [
@@ -231,12 +239,12 @@ def test_jacobian_is_w_i_times_delta_minus_w_j(scores):
         ],
         axis=1,
     )
-    np.testing.assert_allclose(sdpa_ref.softmax_jacobian(w), numeric, atol=1e-7)
+    np.testing.assert_allclose(sdpa_ref.spread.softmax_jacobian(w), numeric, atol=1e-7)
 
 
 @pytest.mark.parametrize("n", [1, 2, 4, 8, 100])
 def test_uniform_weights_have_norm_one_over_n_for_n_above_one(n):
-    norm = sdpa_ref.softmax_jacobian_norm(np.full(n, 1 / n))
+    norm = sdpa_ref.spread.softmax_jacobian_norm(np.full(n, 1 / n))
     assert norm == pytest.approx(0.0 if n == 1 else 1 / n, abs=1e-15)
 
 
@@ -252,12 +260,13 @@ def test_entropy_slope_is_minus_beta_times_variance_and_never_positive(scores, b
     assert slope == pytest.approx(-beta * variance, rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.slow
 @given(rows, st.floats(0.05, 3))
 def test_entropy_slope_matches_finite_differences(scores, beta):
     h = 1e-5
 
     def entropy_at(b):
-        return sdpa_ref.entropy(sdpa_ref.softmax(b * scores))
+        return sdpa_ref.spread.entropy(sdpa_ref.softmax(b * scores))
 
     numeric = (entropy_at(beta + h) - entropy_at(beta - h)) / (2 * h)
     assert spread.entropy_slope(scores, beta) == pytest.approx(
@@ -289,7 +298,7 @@ def _text_boxes(fig, texts):
 
 def test_entropy_figure_mark_labels_do_not_overlap():
     divisors = np.logspace(-2, 4, 25, base=2)
-    entropies = [sdpa_ref.temperature_sweep([4, 0, 2, -4], divisors)[1]]
+    entropies = [sdpa_ref.spread.temperature_sweep([4, 0, 2, -4], divisors)[1]]
     marks = {"unscaled\nτ = 1": 1.0, "scaled\nτ = √4": 2.0}
     fig = scaling.entropy_vs_divisor_figure(
         divisors, entropies, ["Q0"], np.log(4), marks
@@ -307,12 +316,14 @@ def test_entropy_figure_mark_labels_do_not_overlap():
 
 def test_saturation_figure_names_the_norm_and_marks_the_width_and_the_cap():
     spreads = np.linspace(0, 30, 31)
-    curves = sdpa_ref.saturation(sdpa_ref.standard_score_row(8), spreads, WIDE)
+    curves = sdpa_ref.spread.saturation(
+        sdpa_ref.random_model.standard_score_row(8), spreads, WIDE
+    )
     fig = scaling.saturation_figure(
         spreads,
         curves,
         WIDE,
-        highlight=sdpa_ref.score_std(WIDE),
+        highlight=sdpa_ref.random_model.score_std(WIDE),
         cap=spread.JACOBIAN_NORM_CAP,
     )
     top_ax, jac_ax = fig.axes
@@ -330,16 +341,18 @@ def test_saturation_figure_names_the_norm_and_marks_the_width_and_the_cap():
         verticals = [
             line
             for line in ax.get_lines()
-            if np.allclose(line.get_xdata(), sdpa_ref.score_std(WIDE))
+            if np.allclose(line.get_xdata(), sdpa_ref.random_model.score_std(WIDE))
         ]
         assert len(verticals) == 1
     assert curves["jacobian_norm_scaled"].max() < 0.5
 
 
 def test_broken_models_figure_has_two_shifts_and_one_slope_change():
-    widths = np.array(sdpa_ref.SIMULATED_WIDTHS[2:])
-    sweep = sdpa_ref.model_sweep(widths, sdpa_ref.BROKEN_MODELS, 200)
-    names = list(sdpa_ref.BROKEN_MODELS)
+    widths = np.array(sdpa_ref.random_model.SIMULATED_WIDTHS[2:])
+    sweep = sdpa_ref.random_model.model_sweep(
+        widths, sdpa_ref.random_model.BROKEN_MODELS, 200
+    )
+    names = list(sdpa_ref.random_model.BROKEN_MODELS)
     base = sweep[names[0]]["exact_std"]
     log_slope = {
         name: np.diff(np.log2(sweep[name]["exact_std"])) / np.diff(np.log2(widths))
@@ -357,6 +370,28 @@ def test_broken_models_figure_has_two_shifts_and_one_slope_change():
     assert log_slope[names[3]][-1] > 0.99
 
 
+@pytest.mark.slow
+def test_broken_models_slope_label_runs_along_its_line_clear_of_the_legend():
+    widths = np.array(sdpa_ref.random_model.SIMULATED_WIDTHS[2:])
+    sweep = sdpa_ref.random_model.model_sweep(
+        widths, sdpa_ref.random_model.BROKEN_MODELS, 200
+    )
+    fig = scaling.broken_models_figure(
+        widths, sweep, {name: name for name in sdpa_ref.random_model.BROKEN_MODELS}
+    )
+    ax = fig.axes[0]
+    (label,) = [t for t in ax.texts if t.get_text().startswith("slope 1")]
+    entries = ax.get_legend().get_texts()
+    box, *entry_boxes = _text_boxes(fig, [label, *entries])
+    assert not any(box.overlaps(entry) for entry in entry_boxes)
+    assert ax.get_window_extent().contains(box.x0, box.y0)
+    assert ax.get_window_extent().contains(box.x1, box.y1)
+    # The text follows the dotted line y = d_k as drawn, whatever the layout.
+    (x0, y0), (x1, y1) = ax.transData.transform([(widths[0],) * 2, (widths[-1],) * 2])
+    line_angle = np.degrees(np.arctan2(y1 - y0, x1 - x0))
+    assert label.get_rotation() == pytest.approx(line_angle, abs=1.0)
+
+
 # --- one stretched row against many -------------------------------------------
 
 
@@ -365,7 +400,7 @@ def test_standard_score_rows_are_standardised_and_start_with_the_figure_row():
     assert rows.shape == (500, 8)
     np.testing.assert_allclose(rows.mean(axis=1), 0, atol=1e-12)
     np.testing.assert_allclose(rows.std(axis=1), 1)
-    np.testing.assert_array_equal(rows[0], sdpa_ref.standard_score_row(8))
+    np.testing.assert_array_equal(rows[0], sdpa_ref.random_model.standard_score_row(8))
     np.testing.assert_array_equal(rows, random_model.standard_score_rows(8, 500))
     with pytest.raises(ValueError, match="at least 2"):
         random_model.standard_score_rows(1, 10)
@@ -380,9 +415,9 @@ def test_top_gap_is_the_lead_of_the_largest_score():
 
 def test_the_figure_row_saturates_more_than_the_median_row_at_width_512():
     """The page's numbers: the seeded row against 20,000 seeded rows."""
-    row = sdpa_ref.standard_score_row(8)
-    sd = sdpa_ref.score_std(WIDE)
-    one = sdpa_ref.saturation(row, [sd], WIDE)
+    row = sdpa_ref.random_model.standard_score_row(8)
+    sd = sdpa_ref.random_model.score_std(WIDE)
+    one = sdpa_ref.spread.saturation(row, [sd], WIDE)
     assert f"{one['rest_weight_raw'][0]:.1e}" == "1.1e-10"
     assert f"{one['top_weight_scaled'][0]:.3f}" == "0.518"
     assert f"{spread.top_gap(row):.2f}" == "1.01"
@@ -403,7 +438,7 @@ def test_the_figure_row_saturates_more_than_the_median_row_at_width_512():
 
 def test_saturation_quantiles_agree_with_saturation_row_by_row():
     rows = random_model.standard_score_rows(5, 40, seed=3)
-    per_row = [sdpa_ref.saturation(r, [7.0], 64) for r in rows]
+    per_row = [sdpa_ref.spread.saturation(r, [7.0], 64) for r in rows]
     levels = (0.0, 0.3, 0.5, 1.0)
     q = spread.saturation_quantiles(rows, 7.0, 64, levels)
     for name in ("top_weight_raw", "rest_weight_raw", "jacobian_norm_scaled"):
@@ -440,8 +475,43 @@ def test_unequal_variance_factor_changes_a_little_with_the_width():
 
 
 def test_jacobian_ceiling_is_reached_only_with_two_even_keys():
-    assert sdpa_ref.softmax_jacobian_norm([0.5, 0.5, 0.0]) == pytest.approx(0.5)
-    assert sdpa_ref.softmax_jacobian_norm([0.5, 0.499, 0.001]) < 0.5
+    assert sdpa_ref.spread.softmax_jacobian_norm([0.5, 0.5, 0.0]) == pytest.approx(0.5)
+    assert sdpa_ref.spread.softmax_jacobian_norm([0.5, 0.499, 0.001]) < 0.5
     # Finite scores over three keys: close to the ceiling, never on it.
     w = sdpa_ref.softmax([30.0, 30.0, 0.0])
-    assert 0.5 - 1e-12 < sdpa_ref.softmax_jacobian_norm(w) < 0.5
+    assert 0.5 - 1e-12 < sdpa_ref.spread.softmax_jacobian_norm(w) < 0.5
+
+
+# --- the gap that saturates a row ------------------------------------------------
+
+
+def test_row_top_matches_the_rows_drawn_by_hand():
+    rng = np.random.default_rng(random_model.SEED)
+    rows = 3.0 * rng.standard_normal((500, 40))
+    got = random_model.row_top(40, std=3.0, n_rows=500, quantiles=[0.1, 0.5, 0.9])
+    weights = sdpa_ref.softmax(rows)
+    np.testing.assert_allclose(
+        got["gap"], np.quantile(spread.top_gap(rows), [0.1, 0.5, 0.9])
+    )
+    np.testing.assert_allclose(
+        got["top_weight"], np.quantile(weights.max(axis=1), [0.1, 0.5, 0.9])
+    )
+
+
+def test_row_top_of_two_keys_is_a_half_normal_gap():
+    """Two independent N(0, 1) scores differ by |N(0, 2)|: median √2 · 0.674."""
+    got = random_model.row_top(2, n_rows=200_000, quantiles=[0.5])
+    assert got["gap"][0] == pytest.approx(np.sqrt(2) * 0.6744897501960817, rel=0.01)
+    assert got["top_weight"][0] == pytest.approx(
+        1 / (1 + np.exp(-got["gap"][0])), rel=1e-3
+    )
+    with pytest.raises(ValueError, match="at least 2"):
+        random_model.row_top(1)
+
+
+def test_the_typical_wide_row_saturates_by_its_top_gap():
+    """The scaling page: at width 512, rows of 1024 keys lead by a few units,
+    enough for the unscaled softmax to give the top key almost everything."""
+    wide = random_model.row_top(1024, std=random_model.score_std(WIDE))
+    assert 3 < wide["gap"][1] < random_model.score_std(WIDE)
+    assert wide["top_weight"][1] > 0.95

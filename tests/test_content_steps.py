@@ -20,19 +20,19 @@ def page(name):
 
 
 def test_logits_are_scaled_scores_plus_the_additive_mask():
-    s = sdpa_ref.attention_steps(*example.vectors(4), is_causal=True)
+    s = sdpa_ref.steps.attention_steps(*example.vectors(4), is_causal=True)
     assert set(np.unique(s["mask"])) == {0.0, -np.inf}
     np.testing.assert_array_equal(s["mask"] == 0.0, s["allowed"])
     np.testing.assert_array_equal(s["masked"], s["scaled"] + s["mask"])
     np.testing.assert_allclose(s["weights"], sdpa_ref.softmax(s["masked"]))
-    unmasked = sdpa_ref.attention_steps(*example.vectors(4))
+    unmasked = sdpa_ref.steps.attention_steps(*example.vectors(4))
     np.testing.assert_array_equal(unmasked["masked"], unmasked["scaled"])
 
 
 @pytest.mark.parametrize("itemsize", [2, 4])
 def test_score_memory_multiplies_out_heads_layers_and_batch(itemsize):
     mem = steps.score_memory(1024, heads=8, layers=6, batch=3, itemsize=itemsize)
-    head = sdpa_ref.score_bytes(1024, 1024, itemsize=itemsize)
+    head = sdpa_ref.cost.score_bytes(1024, 1024, itemsize=itemsize)
     assert mem == {
         "head": head,
         "layer": 8 * head,
@@ -90,10 +90,10 @@ def test_kv_cache_tokens_stop_at_the_window():
         masks.kv_cache_tokens(10, window=0)
     window = masks.MISTRAL_7B_KV["window"]
     shape = {k: masks.MISTRAL_7B_KV[k] for k in ("layers", "kv_heads", "head_dim")}
-    long = sdpa_ref.kv_cache_bytes(
+    long = sdpa_ref.cost.kv_cache_bytes(
         masks.kv_cache_tokens(2 * window, window=window), **shape
     )
-    assert long == sdpa_ref.kv_cache_bytes(window, **shape)
+    assert long == sdpa_ref.cost.kv_cache_bytes(window, **shape)
 
 
 def test_model_shapes_for_the_kv_cache():
@@ -111,10 +111,12 @@ def test_tutorial_fill_is_minus_ten_to_the_ninth():
 
 def test_kv_cache_per_token_matches_the_formula():
     # 2 (keys and values) * layers * kv_heads * d_k * bytes
-    assert sdpa_ref.kv_cache_bytes(1, layers=32, kv_heads=32, head_dim=128) == (
+    assert sdpa_ref.cost.kv_cache_bytes(1, layers=32, kv_heads=32, head_dim=128) == (
         2 * 32 * 32 * 128 * 2
     )
-    assert sdpa_ref.kv_cache_bytes(1, layers=32, kv_heads=8, head_dim=128) == 131072
+    assert (
+        sdpa_ref.cost.kv_cache_bytes(1, layers=32, kv_heads=8, head_dim=128) == 131072
+    )
 
 
 # -- sdpa_ref.precision -----------------------------------------------------------
@@ -136,6 +138,44 @@ def test_unit_roundoff_is_two_to_minus_the_bits(dtype, bits):
     assert precision.unit_roundoff(dtype) == 2.0**-bits
     if dtype != "bfloat16":  # numpy's eps is the spacing at 1, twice u
         assert precision.unit_roundoff(dtype) == np.finfo(np.dtype(dtype)).eps / 2
+
+
+def _round_to(x, dtype):
+    if dtype == "bfloat16":
+        return np.asarray(precision.to_bfloat16(np.float32(x)), dtype=np.float64)
+    return np.asarray(x).astype(dtype).astype(np.float64)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_rounding_stays_within_u_only_in_the_normal_range(dtype):
+    tiny = precision.smallest_normal(dtype)
+    u = precision.unit_roundoff(dtype)
+    if dtype != "bfloat16":
+        assert tiny == float(np.finfo(np.dtype(dtype)).smallest_normal)
+    rng = np.random.default_rng(3)
+    # Numbers from a hundred times the smallest normal down into the subnormals.
+    xs = tiny * 10.0 ** rng.uniform(-4 if dtype == "float16" else -2, 2, 4000)
+    xs = xs[xs > 2 * tiny * 2.0 ** -precision.significand_bits(dtype)]
+    actual = np.abs(_round_to(xs, dtype) - xs) / xs
+    bounds = np.array([precision.relative_rounding_bound(x, dtype) for x in xs])
+    assert (actual <= bounds * (1 + 1e-12)).all()
+    normal = xs >= tiny
+    assert (bounds[normal] <= u).all()
+    assert (bounds[~normal] > u).all()
+    # The bound is tight: some normal number comes within 10% of it.
+    assert actual[normal].max() > 0.9 * u
+    assert precision.relative_rounding_bound(2.0**-3, dtype) == u
+
+
+def test_the_precision_pages_small_weight_is_subnormal_in_float16():
+    w = float(np.exp(-12.0) / (1 + np.exp(-12.0)))
+    assert w < precision.smallest_normal("float16")
+    assert w > precision.smallest_normal("bfloat16")
+    units = precision.relative_rounding_bound(w, "float16", in_units=True)
+    assert 9.5 < units < 10.5
+    assert precision.relative_rounding_bound(w, "bfloat16", in_units=True) <= 1
+    with pytest.raises(ValueError, match="finite and not zero"):
+        precision.relative_rounding_bound(0.0, "float16")
 
 
 def test_pairwise_sum_of_ones_does_not_stall():
@@ -235,7 +275,8 @@ def test_steps_links_instead_of_repeating():
     text = page("steps")
     assert "<softmax-definition>" in text
     assert "<empty-rows>" in text
-    assert "PyTorch" not in text  # the empty-row conventions live on masks
+    mask_step = text.split("## 3. Mask", 1)[1].split("\n## ", 1)[0]
+    assert "PyTorch" not in mask_step  # the empty-row conventions live on masks
     variants = text.split("## Variants that change the cost", 1)[1].split(
         "## Exercises"
     )[0]
@@ -250,6 +291,44 @@ def test_steps_links_instead_of_repeating():
     assert r"\exp(q \cdot k / \sqrt{d_k})" in variants
     ex1 = text.split("**1.**", 1)[1].split("**2.**", 1)[0]
     assert "constant" not in ex1  # formula.md's exercise, not repeated here
+
+
+def test_five_numpy_lines_are_the_five_steps():
+    section = page("steps").split("## The five steps in NumPy", 1)[1].split("\n## ")[0]
+    code = re.findall(r"^>>> (\w+) = ", section, re.M)
+    assert code[-6:-1] == ["S", "L", "E", "A", "output"]
+    assert "np.allclose(output, ref)" in section
+
+
+def test_variants_say_what_flash_and_shared_heads_keep():
+    variants = page("steps").split("## Variants that change the cost", 1)[1]
+    flash = variants.split("FlashAttention\n:", 1)[1].split("\n\n", 1)[0]
+    assert "every\n  query-key pair" in flash
+    assert "Theorem 1" in flash
+    assert "{cite:p}`dao2024flashattention2`" in flash
+    shared = variants.split("Multi-query and grouped-query attention\n:", 1)[1]
+    shared = shared.split("\n\n", 1)[0]
+    assert "enable_gqa" in shared
+    assert r"$\sqrt{d_k}$" in shared
+
+
+@pytest.mark.torch
+def test_each_grouped_query_head_keeps_the_scaled_softmax():
+    torch = pytest.importorskip(
+        "torch",
+        reason="torch is not installed; `nox -s parity` installs torch==2.13.0 (CPU)",
+    )
+    rng = np.random.default_rng(11)
+    q = rng.normal(size=(2, 6, 5, 4))  # 6 query heads
+    k, v = rng.normal(size=(2, 2, 2, 7, 4))  # 2 key/value heads, 3 query heads each
+    theirs = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.from_numpy(a) for a in (q, k, v)), enable_gqa=True
+    ).numpy()
+    for head in range(6):
+        shared = head // 3
+        alone = sdpa_ref.softmax(q[:, head] @ k[:, shared].swapaxes(-1, -2) / 2.0)
+        np.testing.assert_allclose(theirs[:, head], alone @ v[:, shared], rtol=1e-12)
+    np.testing.assert_allclose(sdpa_ref.attention(q, k, v), theirs, rtol=1e-12)
 
 
 def test_pytorch_empty_row_claims_name_the_backend_and_the_version():
@@ -290,7 +369,8 @@ def test_masks_sources_its_fill_and_its_model_shapes():
     assert "rush2018annotated" in text
     assert "-1e+09" not in text
     assert "fill:g" not in text
-    assert "Llama" not in text
+    # model shapes come from OLMo 2's card; Llama's code may be named
+    assert "Llama 2" not in text
     assert "olmo2_7b_card" in text
     assert "jiang2023mistral" in text
     assert "pytorch_causal_bias" in text
@@ -299,6 +379,36 @@ def test_masks_sources_its_fill_and_its_model_shapes():
     caption = text.split(":name: fig-mask-top-left", 1)[1].split("```", 1)[0]
     assert "including themselves" not in caption
     assert "None of" in caption
+
+
+def test_d2ls_fill_spreads_an_empty_row_evenly_too():
+    q, k, v = np.zeros((1, 2)), np.ones((4, 2)), np.eye(4)
+    fill = -(10.0**masks.D2L_FILL_EXPONENT)
+    empty = masks.masked_fill_attention(q, k, v, np.zeros((1, 4), bool), fill=fill)
+    np.testing.assert_allclose(empty, 0.25)
+    # With one allowed key, the forbidden ones get nothing.
+    one = np.array([[True, False, False, False]])
+    np.testing.assert_allclose(
+        masks.masked_fill_attention(q, k, v, one, fill=fill), v[:1]
+    )
+
+
+def test_masks_keeps_the_float16_detail_in_a_dropdown_and_says_what_to_do():
+    text = page("masks")
+    uniform = text.split("`uniform`\n:", 1)[1].split("`unmask`\n:", 1)[0]
+    dropdown = uniform.split(":::{dropdown}", 1)[1].split(":::", 1)[0]
+    assert "f16_moves_from" in dropdown
+    assert "f16_overflows_from" in dropdown
+    assert "f16_moves_from:g" not in uniform.split(":::{dropdown}", 1)[0]
+    assert "zhang2023dive" in uniform
+    assert "d2l_fill" in uniform
+    assert "Our recommendation" in text
+    assert "mask-aware" in text.split("Our recommendation", 1)[1]
+    # Cross-attention: n_q != n_k, no causal mask to align.
+    assert "cross-attention" in text
+    assert "vaswani2017attention" in text
+    # N3: the context length rests on the model card alone.
+    assert "{glue:text}`kv_seq:,.0f` tokens {cite:p}`olmo2_7b_card`" in text
 
 
 def test_precision_says_what_the_simulation_stands_for():
@@ -327,3 +437,50 @@ def test_cited_keys_exist():
         for group in re.findall(r"\{cite:[pt]\}`([^`]+)`", page(name)):
             for key in group.split(","):
                 assert key.strip() in keys, (name, key)
+
+
+# --- the heatmaps: masked weights hatched, one ink per cell ----------------------
+
+
+def test_weights_heatmap_hatches_the_masked_keys_like_the_logits():
+    from matplotlib.patches import Rectangle
+
+    from figures import steps as step_figures
+
+    q, k, v = example.vectors(example.BASE_WIDTH)
+    s = sdpa_ref.steps.attention_steps(q, k, v, is_causal=True)
+    np.testing.assert_array_equal(s["forbidden"], ~s["allowed"])
+    labels = {"row_labels": example.QUERY_NAMES, "col_labels": example.KEY_NAMES}
+    weights = step_figures.heatmap_figure(
+        s["weights"], "A", fmt="{:.3f}", hatched=s["forbidden"], **labels
+    ).axes[0]
+    logits = step_figures.heatmap_figure(s["masked"], "L", fmt="{:g}", **labels).axes[0]
+    for ax in (weights, logits):
+        cells = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_hatch()]
+        corners = {(round(p.get_y() + 0.5), round(p.get_x() + 0.5)) for p in cells}
+        assert corners == set(zip(*np.nonzero(s["forbidden"]), strict=True))
+    texts = {
+        (round(t.get_position()[1]), round(t.get_position()[0])): t
+        for t in weights.texts
+    }
+    for i, j in zip(*np.nonzero(s["forbidden"]), strict=True):
+        assert texts[i, j].get_text() == "0.000"
+    with pytest.raises(ValueError, match="hatched must have the shape"):
+        step_figures.heatmap_figure(
+            s["weights"], "A", hatched=s["forbidden"][:2], **labels
+        )
+
+
+@pytest.mark.parametrize("value", np.linspace(0, 1, 101))
+def test_heatmap_digits_need_no_halo_on_any_cell(value):
+    """Black or white ink reaches 4.5:1 on every colour of the map, so every
+    cell's digits are drawn the same way."""
+    from matplotlib import colormaps
+
+    from figures import steps as step_figures
+    from figures.style import HEATMAP_CMAP, contrast_ratio
+
+    cell = colormaps[HEATMAP_CMAP](value)
+    ink = step_figures._ink_on(cell)
+    assert set(ink) == {"color"}
+    assert contrast_ratio(ink["color"], cell) >= 4.5
