@@ -24,19 +24,22 @@ def group(name: str) -> list[str]:
     return list(nox.project.dependency_groups(PYPROJECT, name))
 
 
+def git(*args: str) -> str:
+    """What a git command run in the checkout prints, stripped."""
+    return subprocess.run(
+        ["git", *args], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.strip()
+
+
 def build_env() -> dict[str, str]:
     """Environment that makes a build depend on the commit alone."""
     try:
-        epoch = subprocess.run(
-            ["git", "log", "-1", "--format=%ct"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=ROOT,
-        ).stdout.strip()
+        epoch = git("log", "-1", "--format=%ct")
     except (OSError, subprocess.CalledProcessError):
         epoch = ""
     return {
+        # figures/ is not in the wheel: the pages' kernels import it from here.
+        "PYTHONPATH": str(ROOT),
         "SOURCE_DATE_EPOCH": epoch or "0",
         "PYTHONHASHSEED": "0",
         "MPLBACKEND": "Agg",
@@ -75,12 +78,20 @@ def sphinx_build(session, src: Path, out: Path, *options: str, env=None) -> None
 def tests(session: nox.Session) -> None:
     """Unit, property and doctests, prose doctests, and the site in Chromium.
 
-    The browser tests build the site afresh and drive Debian's chromium. They
-    skip, saying how to install it, where it is missing; REQUIRE_BROWSER=1 (as
-    in CI) makes that a failure.
+    The site is built once, afresh, into docs/_build/html (as ``nox -s docs``
+    does), and the browser tests drive Debian's chromium against that build.
+    They skip, saying how to install it, where it is missing; REQUIRE_BROWSER=1
+    (as in CI) makes that a failure. SDPA_SITE=<folder> tests a site built
+    before instead of building one.
     """
     session.install("-e", ".", *group("test"), *group("docs"))
-    session.run("pytest", *session.posargs, env=build_env())
+    env = build_env()
+    site = os.environ.get("SDPA_SITE")
+    if not site:
+        shutil.rmtree(DOCS_SRC / "_build", ignore_errors=True)
+        sphinx_build(session, DOCS_SRC, DOCS_SRC / "_build", "-q")
+        site = str(DOCS_OUT)
+    session.run("pytest", *session.posargs, env=env | {"SDPA_SITE": site})
 
 
 @nox.session
@@ -97,6 +108,25 @@ def doctests(session: nox.Session) -> None:
         "figures",
         "docs",
         "README.md",
+        *session.posargs,
+        env=build_env(),
+    )
+
+
+@nox.session
+def quick(session: nox.Session) -> None:
+    """Everything but the browser, torch and the slow tests, in about a minute.
+
+    No site build, no Chromium and no torch: the unit, property and content
+    tests and the worked examples, less those marked ``browser``, ``slow`` (a
+    second or more each) and ``torch`` (``nox -s parity`` runs those).
+    ``nox -s tests`` runs all but the torch ones.
+    """
+    session.install("-e", ".", *group("test"))
+    session.run(
+        "pytest",
+        "-m",
+        "not (browser or slow or torch)",
         *session.posargs,
         env=build_env(),
     )
@@ -130,8 +160,19 @@ def reproducible(session: nox.Session) -> None:
     Each copy of the tracked files is built with its own sdpa_ref and figures
     first on the path, so an absolute path that leaked into the output would
     show up as a difference. Every published file must be byte-identical.
+
+    ``-- --against docs/_build/html`` takes a build of this checkout made
+    before (by ``nox -s tests`` or ``nox -s docs``, on a clean tree) as the
+    first of the two, so CI builds the site twice in all, not three times.
     """
     session.install("-e", ".", *group("docs"))
+    against = None
+    if "--against" in session.posargs:
+        against = Path(session.posargs[session.posargs.index("--against") + 1])
+        if not (against / "index.html").exists():
+            session.error(f"--against {against}: no built site there")
+        if git("status", "--porcelain", "--untracked-files=no"):
+            session.error("--against needs a clean tree, to build the commit itself")
     tracked = (
         subprocess.run(
             ["git", "ls-files", "-z"], capture_output=True, check=True, cwd=ROOT
@@ -140,8 +181,9 @@ def reproducible(session: nox.Session) -> None:
         .split("\0")
     )
     tmp = Path(session.create_tmp())
-    builds = []
-    for folder in ("first", "second/one/level/deeper"):
+    builds = [] if against is None else [against.resolve()]
+    folders = ("first", "second/one/level/deeper")
+    for folder in folders[len(builds) :]:
         src = tmp / folder / "sdpa-ref"
         shutil.rmtree(tmp / folder.split("/")[0], ignore_errors=True)
         for name in filter(None, tracked):
@@ -162,7 +204,13 @@ def reproducible(session: nox.Session) -> None:
         for p in set(first) & set(second)
         if first[p].read_bytes() != second[p].read_bytes()
     )
-    leaks = sorted(str(p) for p in first if str(tmp).encode() in first[p].read_bytes())
+    leaks = sorted(
+        str(p)
+        for p in first
+        if str(tmp).encode() in first[p].read_bytes()
+        or str(ROOT).encode() in first[p].read_bytes()
+        or str(tmp).encode() in second.get(p, Path(os.devnull)).read_bytes()
+    )
     if problems or leaks:
         session.error(f"builds differ in {problems[:20]}; build paths in {leaks[:20]}")
     session.log(
@@ -191,19 +239,30 @@ def serve(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Ruff's lint rules and its formatter, in check mode."""
-    session.install("ruff")
+    """Ruff's lint rules and its formatter, in check mode; mypy --strict on the
+    oracle's modules (the files listed under [tool.mypy] in pyproject.toml)."""
+    session.install(*group("lint"))
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("mypy")
 
 
 @nox.session
 def parity(session: nox.Session) -> None:
-    """Compare sdpa_ref with PyTorch in float64: SDPA's forward, and autograd's
-    gradients for every option, dense and tiled (to 1e-12).
+    """Compare sdpa_ref with PyTorch, and check that torch's kernels pass its verdicts.
+
+    In float64: SDPA's forward, and autograd's gradients for every option,
+    dense and tiled (to 1e-12). In every dtype and both layouts: torch's SDPA,
+    its flash kernel and FlexAttention pass sdpa_ref.testing in 1,000 random
+    configurations. Then the testing page's PyTorch examples (its ``>>>``
+    blocks that need torch, which the doctests session skips).
+    Then FlexAttention's CPU forward with six documented mods and two
+    compositions in float32 and float64, torch autograd through score mods,
+    and the FlexAttention page's torch examples.
 
     torch is pinned to 2.13.0: on this project's machines that pin is a CPU
     build on local disk, while a plain ``torch`` pulls a multi-GB CUDA build.
+    REQUIRE_TORCH=1 turns every skip for a missing torch into a failure.
     """
     session.install("-e", ".", *group("test"), "torch==2.13.0")
     env = build_env() | {"REQUIRE_TORCH": "1"}
@@ -212,6 +271,14 @@ def parity(session: nox.Session) -> None:
         "tests/test_parity_torch.py",
         "tests/test_parity_backward.py",
         "tests/test_testing_torch.py",
+        "tests/test_torch_inputs.py",
+        "tests/test_mask_fill_torch.py",
+        "tests/test_flex_torch.py",
+        "docs/flex.md",
+        "tests/test_content_formula.py",
+        "tests/test_content_steps.py",
+        "tests/test_verdicts_torch.py",
+        "docs/testing.md",
         *session.posargs,
         env=env,
     )

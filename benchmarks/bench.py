@@ -7,6 +7,9 @@ exits non-zero if a ratio misses its target.
 
 The interactive figure's update time is measured in Chromium when it and a
 built site are available (``SDPA_SITE``, default docs/_build/html).
+``python benchmarks/bench.py --flash-largest`` measures, alone, the peak memory
+of checking FlashAttention's largest test shape, (9, 6, 4096, 128), in bfloat16
+with gradients.
 """
 
 from __future__ import annotations
@@ -45,6 +48,28 @@ UPDATE_TIMES_JS = """() => {
                     void root.offsetHeight;
                     if (round > 0 && r.checked) out.push(performance.now() - t0);
                 }
+            }
+        }
+    }
+    return out;
+}"""
+
+
+#: The flash page's stepper: every step forward and back in both loop orders.
+STEPPER_TIMES_JS = """() => {
+    const root = document.querySelector('[data-figure="online-softmax"]');
+    const back = root.querySelector('.os-back'), next = root.querySelector('.os-next');
+    const steps = JSON.parse(root.dataset.state).steps;
+    const out = [];
+    for (let round = 0; round < 11; round++) {
+        for (const r of root.querySelectorAll('.os-order input')) {
+            const clicks = [r, ...Array(steps).fill(next), ...Array(steps).fill(back)];
+            for (const b of clicks) {
+                const before = root.dataset.state, t0 = performance.now();
+                b.click();
+                void root.offsetHeight;
+                const t = performance.now() - t0;
+                if (round > 0 && root.dataset.state !== before) out.push(t);
             }
         }
     }
@@ -172,7 +197,101 @@ def tiled_backward_against_dense():
     )
 
 
-def widget_update():
+def _kernel_under_test(shape, dtype, seed=SEED):
+    """torch's SDPA in ``dtype``, forward and backward: what a kernel test holds."""
+    import torch  # noqa: PLC0415 (only the benchmark needs torch)
+
+    rng = np.random.default_rng(seed)
+    q, k, v, grad_out = (
+        torch.from_numpy(rng.standard_normal(shape)).to(dtype) for _ in range(4)
+    )
+    for t in (q, k, v):
+        t.requires_grad_()
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    out.backward(grad_out)
+    return {
+        "out": out.detach(),
+        "q": q,
+        "k": k,
+        "v": v,
+        "grad_out": grad_out,
+        "grads": (q.grad, k.grad, v.grad),
+    }
+
+
+def _check(case):
+    from sdpa_ref import testing  # noqa: PLC0415
+
+    return testing.check_attention(
+        case["out"],
+        case["q"],
+        case["k"],
+        case["v"],
+        grad_out=case["grad_out"],
+        grads=case["grads"],
+    )
+
+
+def check_against_torch():
+    """check_attention with gradients against torch's float64 forward + backward."""
+    import torch  # noqa: PLC0415 (only the benchmark needs torch)
+
+    shape = (2, 8, 512, 128)
+    case = _kernel_under_test(shape, torch.float32)
+    rng = np.random.default_rng(SEED)
+    q, k, v, grad_out = (torch.from_numpy(rng.standard_normal(shape)) for _ in range(4))
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def torch_float64():
+        tq, tk, tv = (t.detach().requires_grad_() for t in (q, k, v))
+        sdpa(tq, tk, tv).backward(grad_out)
+
+    assert _check(case).passed
+    ours, theirs = best_times(lambda: _check(case), torch_float64, repeats=5)
+    print(
+        f"  check_attention, float32 kernel with dq, dk, dv, {shape}: "
+        f"{ours * 1e3:.0f} ms; torch float64 forward + autograd backward "
+        f"{theirs * 1e3:.0f} ms"
+    )
+    return row(
+        "check with gradients time / torch float64 fwd+bwd", ours / theirs, 2.0, "x"
+    )
+
+
+def check_peak_memory(shape=(1, 4, 4096, 64), target_gib=1.0):
+    """Peak memory of check_attention with gradients: tiled above a size."""
+    import torch  # noqa: PLC0415 (only the benchmark needs torch)
+
+    case = _kernel_under_test(shape, torch.float32)
+    peak = peak_memory(_check, case)
+    dense = 8 * int(np.prod(shape[:-1])) * shape[-2]
+    print(
+        f"  check_attention, float32 kernel with dq, dk, dv, {shape}: peak "
+        f"{peak / 2**20:.0f} MiB (one dense float64 score matrix alone: "
+        f"{dense / 2**20:.0f} MiB)"
+    )
+    return row(
+        f"check with gradients peak memory {shape}", peak / 2**30, target_gib, "GiB"
+    )
+
+
+def check_flash_largest():
+    """FlashAttention's largest test shape in bfloat16, with gradients (opt-in)."""
+    import torch  # noqa: PLC0415 (only the benchmark needs torch)
+
+    shape = (9, 6, 4096, 128)
+    case = _kernel_under_test(shape, torch.bfloat16)
+    start = time.perf_counter()
+    peak = peak_memory(_check, case)
+    seconds = time.perf_counter() - start
+    print(
+        f"  check_attention, bfloat16 kernel with dq, dk, dv, {shape}: peak "
+        f"{peak / 2**30:.2f} GiB in {seconds:.0f} s"
+    )
+    return row(f"check with gradients peak memory {shape}", peak / 2**30, 6.0, "GiB")
+
+
+def widget_update(page_name="index.html", script=UPDATE_TIMES_JS, name="figure"):
     site = Path(
         os.environ.get("SDPA_SITE", Path(__file__).parents[1] / "docs/_build/html")
     )
@@ -213,9 +332,9 @@ def widget_update():
                 ],
             )
             page = browser.new_page()
-            page.goto(f"http://127.0.0.1:{port}/index.html")
+            page.goto(f"http://127.0.0.1:{port}/{page_name}")
             # Each change: the click, the synchronous redraw, and the layout it forces.
-            times = page.evaluate(UPDATE_TIMES_JS)
+            times = page.evaluate(script)
             browser.close()
     finally:
         server.terminate()
@@ -223,10 +342,115 @@ def widget_update():
     times = np.array(times)
     p95 = float(np.percentile(times, 95))
     print(
-        f"  figure update over {times.size} changes: median {np.median(times):.1f} ms, "
+        f"  {name} update over {times.size} changes: median {np.median(times):.1f} ms, "
         f"95th percentile {p95:.1f} ms, slowest {times.max():.1f} ms"
     )
-    return row("figure update time, 95th percentile", p95, 16.0, "ms")
+    return row(f"{name} update time, 95th percentile", p95, 16.0, "ms")
+
+
+#: Chrome DevTools' "Fast 3G" preset, as Lighthouse's mobile runs used it: a
+#: 562.5 ms round trip, 1.6 Mbit/s down and 750 kbit/s up, each at 90 per cent;
+#: with the phone's CPU four times slower than this machine's.
+FAST_3G = {
+    "offline": False,
+    "latency": 562.5,
+    "downloadThroughput": 1.6 * 1024 * 1024 / 8 * 0.9,
+    "uploadThroughput": 750 * 1024 / 8 * 0.9,
+}
+CPU_SLOWDOWN = 4
+PAINTS = """Object.fromEntries(performance.getEntriesByType('paint')
+    .map(e => [e.name, e.startTime]))"""
+ALL_IMAGES_DECODED = """async () => {
+    const images = [...document.images];
+    images.forEach(i => { i.loading = 'eager'; });
+    await Promise.all(images.map(i => i.complete ? null
+        : new Promise(done => { i.onload = i.onerror = done; })));
+    await document.fonts.ready;
+    const [page] = performance.getEntriesByType('navigation');
+    return performance.getEntriesByType('resource')
+        .reduce((sum, r) => sum + r.decodedBodySize, page.decodedBodySize);
+}"""
+
+
+def first_paint(pages=3, loads=3):
+    """First contentful paint of the heaviest pages on a throttled phone.
+
+    The heaviest are those that need the most bytes once all their images
+    have loaded. Each is loaded cold ``loads`` times (no cache, throttled);
+    the row is the slowest page's median.
+    """
+    site = Path(
+        os.environ.get("SDPA_SITE", Path(__file__).parents[1] / "docs/_build/html")
+    )
+    chromium = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+    if not (site / "index.html").exists() or not chromium.exists():
+        print(
+            f"  first paint: skipped (needs a site at {site}, Chromium at {chromium})"
+        )
+        return True
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415 (optional)
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        cwd=site,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}/"
+    results = {}
+    try:
+        time.sleep(0.5)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(
+                executable_path=str(chromium),
+                args=[
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                ],
+            )
+            phone = {
+                "viewport": {"width": 390, "height": 844},
+                "is_mobile": True,
+                "has_touch": True,
+                "device_scale_factor": 3,
+            }
+            weights = {}
+            for name in sorted(p.name for p in site.glob("*.html")):
+                context = browser.new_context(**phone)
+                page = context.new_page()
+                page.goto(base + name, wait_until="load")
+                weights[name] = page.evaluate(ALL_IMAGES_DECODED)
+                context.close()
+            heaviest = sorted(weights, key=weights.get, reverse=True)[:pages]
+            for name in heaviest:
+                fcp = []
+                for _ in range(loads):
+                    context = browser.new_context(**phone)
+                    page = context.new_page()
+                    cdp = context.new_cdp_session(page)
+                    cdp.send("Network.enable")
+                    cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
+                    cdp.send("Network.emulateNetworkConditions", FAST_3G)
+                    cdp.send("Emulation.setCPUThrottlingRate", {"rate": CPU_SLOWDOWN})
+                    page.goto(base + name, wait_until="load", timeout=120_000)
+                    fcp.append(page.evaluate(PAINTS)["first-contentful-paint"])
+                    context.close()
+                results[name] = (weights[name], float(np.median(fcp)))
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    for name, (weight, fcp) in results.items():
+        print(
+            f"  {name}: {weight / 1000:.0f} kB once all images load; first contentful "
+            f"paint {fcp:.0f} ms (median of {loads}, Fast 3G, CPU / {CPU_SLOWDOWN})"
+        )
+    worst = max(fcp for _, fcp in results.values())
+    return row("first paint, throttled phone, 3 heaviest pages", worst, 1500.0, "ms")
 
 
 #: The training page's experiment, run as the docs build runs it: in a fresh
@@ -236,7 +460,8 @@ import time
 from sdpa_ref import training
 start, cpu = time.perf_counter(), time.process_time()
 result = training.run_experiment()
-print(time.perf_counter() - start, time.process_time() - cpu, result["n_runs"])
+print(time.perf_counter() - start, time.process_time() - cpu, result["n_runs"],
+      result["steps"], result["settings"]["main"].d_model, result["long"]["steps"])
 """
 
 
@@ -249,13 +474,56 @@ def training_experiment():
         check=True,
         env=env,
     ).stdout.split()
-    seconds, cpu, runs = float(out[0]), float(out[1]), int(out[2])
+    seconds, cpu = float(out[0]), float(out[1])
+    runs, steps, d_model, long_steps = (int(x) for x in out[2:6])
     # CPU time says what the work costs; wall time what a busy machine adds.
     print(
-        f"  training page: {runs} runs of sdpa_ref.training, one BLAS thread: "
-        f"{seconds:.1f} s wall, {cpu:.1f} s CPU, load average {os.getloadavg()[0]:.1f}"
+        f"  training page: {runs} runs of {steps} steps at d_model = {d_model}, "
+        f"one per width continued to {long_steps} steps, "
+        f"one BLAS thread: {seconds:.1f} s wall, {cpu:.1f} s CPU, "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
     return row("training experiment, whole page's runs", seconds, 30.0, "s")
+
+
+#: Documents packed into one sequence of 4096 tokens for the mask_mod row.
+DOCUMENT_LENGTHS = (512, 1024, 256, 768, 1536)
+
+
+def document_mask_mod_against_dense_mask():
+    """A document-causal mask_mod, called block by block, against the same mask
+    built as a dense boolean array and given to dense attention."""
+    rng = np.random.default_rng(SEED)
+    n = sum(DOCUMENT_LENGTHS)
+    q, k, v = (rng.standard_normal((1, 1, n, 64)) for _ in range(3))
+    ids = np.repeat(np.arange(len(DOCUMENT_LENGTHS)), DOCUMENT_LENGTHS)
+    mask_mod = sdpa_ref.mods.document(ids, sdpa_ref.mods.causal())
+    mask = sdpa_ref.mods.create_mask(mask_mod, 1, 1, n, n)
+    tiled, dense = best_times(
+        lambda: sdpa_ref.tiled_attention(q, k, v, mask_mod=mask_mod),
+        lambda: sdpa_ref.attention(q, k, v, mask=mask),
+        repeats=5,
+    )
+    tiled_mem = peak_memory(sdpa_ref.tiled_attention, q, k, v, mask_mod=mask_mod)
+    # The dense route holds the mask for as long as it runs.
+    dense_mem = peak_memory(sdpa_ref.attention, q, k, v, mask=mask) + mask.nbytes
+    mib = 2**20
+    print(
+        f"  n = {n}, d = 64, {len(DOCUMENT_LENGTHS)} documents, causal within each: "
+        f"dense with a {mask.nbytes / mib:.0f} MiB boolean mask {dense * 1e3:.0f} ms / "
+        f"{dense_mem / mib:.1f} MiB, tiled with the mask_mod {tiled * 1e3:.0f} ms / "
+        f"{tiled_mem / mib:.1f} MiB"
+    )
+    ok = row(
+        "mask_mod tiled peak memory / dense boolean mask",
+        tiled_mem / dense_mem,
+        1 / 8,
+        "",
+    )
+    return (
+        row("mask_mod tiled time / dense boolean mask time", tiled / dense, 1.5, "x")
+        and ok
+    )
 
 
 def main():
@@ -263,13 +531,21 @@ def main():
         f"sdpa_ref {sdpa_ref.__version__}, numpy {np.__version__}, Python "
         f"{platform.python_version()}, {os.cpu_count()} cores"
     )
+    if "--flash-largest" in sys.argv:
+        # Minutes and several GiB: a measurement to report, not a routine row.
+        sys.exit(0 if check_flash_largest() else 1)
     results = [
         dense_against_torch(),
         tiled_against_dense(),
         dense_backward_against_torch(),
         tiled_backward_against_dense(),
+        check_against_torch(),
+        check_peak_memory(),
+        document_mask_mod_against_dense_mask(),
         training_experiment(),
         widget_update(),
+        widget_update("flash.html", STEPPER_TIMES_JS, "online-softmax figure"),
+        first_paint(),
     ]
     sys.exit(0 if all(results) else 1)
 
