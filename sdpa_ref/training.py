@@ -1018,12 +1018,15 @@ def long_run_summary(result):
     ``at_grid_end``, the last tenth of the grid's steps (the grid's own
     final number for that seed); ``final``, the last tenth of the long
     run; ``previous``, the tenth before it, which says whether it was still
-    rising.
+    rising. ``rank_at_grid_end`` places the long run's seed among all the
+    seeds of its arm at the end of the grid: 1 if none did better, so that
+    a reader can tell whether the seed taken further was a typical one.
 
     Returns
     -------
     list of dict
-        One per width: ``d_k``, ``at_grid_end``, ``previous``, ``final``.
+        One per width: ``d_k``, ``at_grid_end``, ``previous``, ``final``,
+        ``rank_at_grid_end``.
 
     Examples
     --------
@@ -1032,6 +1035,8 @@ def long_run_summary(result):
     >>> row = long_run_summary(r)[0]
     >>> row["d_k"], row["at_grid_end"] == r["summary"][0]["accuracy"]
     (16, True)
+    >>> row["rank_at_grid_end"]
+    1
     """
     long = result["long"]
     if long is None:
@@ -1039,13 +1044,18 @@ def long_run_summary(result):
     grid_tail = max(1, result["steps"] // 10)
     tail = max(1, long["steps"] // 10)
     rows = []
+    spec = long["run"]
     for d_k, arrays in long["runs"].items():
         accuracy = arrays["accuracy"]
         grid_end = result["steps"]
+        at_grid_end = float(accuracy[grid_end - grid_tail : grid_end].mean())
+        seeds = result["runs"][spec.setting][spec.scale][d_k]["accuracy"]
+        seed_ends = seeds[:, grid_end - grid_tail : grid_end].mean(axis=1)
         rows.append(
             {
                 "d_k": d_k,
-                "at_grid_end": float(accuracy[grid_end - grid_tail : grid_end].mean()),
+                "at_grid_end": at_grid_end,
+                "rank_at_grid_end": 1 + int((seed_ends > at_grid_end).sum()),
                 "previous": float(accuracy[-2 * tail : -tail].mean()),
                 "final": float(accuracy[-tail:].mean()),
             }
@@ -1509,8 +1519,10 @@ def grad_ratio_checks(result, settings=("main",), scales=("none", "linear")):
     dict
         ``cases``, the (setting, scale, width) triples; ``inside_range``,
         how many have :func:`predicted_grad_ratio` between their lowest and
-        highest seed; ``ratios``, how many measured ratios there are, and
-        ``outside_band``, how many of them lie outside
+        highest seed; ``inside_by_method``, the same count for each of
+        :data:`GRAD_METHODS`, so that a reader can see whether the measured
+        ratios tell the predictions apart; ``ratios``, how many measured
+        ratios there are, and ``outside_band``, how many of them lie outside
         :func:`predicted_grad_ratio_band`'s quantiles.
 
     Examples
@@ -1521,20 +1533,23 @@ def grad_ratio_checks(result, settings=("main",), scales=("none", "linear")):
     >>> checks["cases"], checks["ratios"]
     (2, 4)
     """
-    cases = inside = ratios = outside = 0
+    cases = ratios = outside = 0
+    inside = dict.fromkeys(GRAD_METHODS, 0)
     for name in settings:
         for scale in scales:
             measured = measured_grad_ratios(result, name, scale)
-            predicted = result["prediction"]["rms"][name][scale]
             low, high = result["prediction"]["band"][name][scale]
             for i, seeds in enumerate(measured):
                 cases += 1
-                inside += int(seeds.min() <= predicted[i] <= seeds.max())
+                for method in GRAD_METHODS:
+                    predicted = result["prediction"][method][name][scale][i]
+                    inside[method] += int(seeds.min() <= predicted <= seeds.max())
                 ratios += seeds.size
                 outside += int(((seeds < low[i]) | (seeds > high[i])).sum())
     return {
         "cases": cases,
-        "inside_range": inside,
+        "inside_range": inside["rms"],
+        "inside_by_method": inside,
         "ratios": ratios,
         "outside_band": outside,
     }

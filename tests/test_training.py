@@ -669,6 +669,17 @@ def test_grad_ratio_checks_count_every_case(small_result):
     assert checks["ratios"] == checks["cases"] * 2
     assert 0 <= checks["inside_range"] <= checks["cases"]
     assert 0 <= checks["outside_band"] <= checks["ratios"]
+    assert checks["inside_by_method"]["rms"] == checks["inside_range"]
+    for method in training.GRAD_METHODS:
+        by_hand = 0
+        for scale in ("none", "linear"):
+            measured = training.measured_grad_ratios(small_result, "main", scale)
+            predicted = small_result["prediction"][method]["main"][scale]
+            by_hand += sum(
+                int(m.min() <= p <= m.max())
+                for m, p in zip(measured, predicted, strict=True)
+            )
+        assert checks["inside_by_method"][method] == by_hand
 
 
 # --- Rows at initialisation ------------------------------------------------------
@@ -784,6 +795,10 @@ def test_long_run_continues_the_grids_run_as_one_run_would():
     assert rows[1]["final"] == pytest.approx(accuracy[-1])
     assert rows[1]["previous"] == pytest.approx(accuracy[-2])
     assert rows[1]["at_grid_end"] == pytest.approx(accuracy[4])
+    for row in rows:
+        ends = result["runs"]["other"]["none"][row["d_k"]]["accuracy"][:, 4]
+        expected = sorted(ends, reverse=True).index(ends[1]) + 1
+        assert row["rank_at_grid_end"] == expected
 
 
 def test_long_run_is_checked_and_off_for_other_settings():
@@ -881,3 +896,47 @@ def test_long_run_figure_draws_each_width_past_the_grid():
     assert style.svg_bytes(fig) == style.svg_bytes(
         figs.long_run_figure(result, baselines=training.baselines(), window=2)
     )
+
+
+def _run_with_qk_lr(d_k, scale, setting, steps, qk_lr_factor=1.0, seed=0):
+    """One run, with the learning rate of W_Q and W_K alone multiplied."""
+    shared, per_width, data = training._generators(seed)
+    p = training.init_params(d_k, (shared, per_width), setting)
+    batches = training.sample_batch(data, setting.task, steps)
+    lr = np.concatenate(
+        [
+            np.full(
+                p[name].size,
+                setting.lr * (qk_lr_factor if name in ("w_q", "w_k") else 1.0),
+            )
+            for name in training.PARAMETERS
+        ]
+    )[None]
+    flat = np.concatenate([p[name].ravel() for name in training.PARAMETERS])[None]
+    shapes = {name: p[name].shape for name in training.PARAMETERS}
+    state = training._AdamState(flat, shapes, lr)
+    record, _ = state.run([a[None] for a in batches], scale, 0)
+    return training.History(*record[:, 0]), state.params
+
+
+@pytest.mark.parametrize("d_k", [16, 256])
+def test_control_is_the_sqrt_arm_with_a_larger_qk_learning_rate(monkeypatch, d_k):
+    """The page's claim: under Adam, the control (unscaled, W_Q and W_K started
+    d_k^(-1/4) times smaller) is the 1/√d_k arm with W_Q and W_K's learning rate
+    multiplied by d_k^(1/4), but for Adam's ε. With ε negligible the two runs
+    agree bit for bit (d_k^(-1/4) is a power of two at these widths), while
+    the 1/√d_k arm at its own learning rate does not."""
+    monkeypatch.setitem(training.ADAM, "eps", 1e-30)
+    steps = 30
+    control = training.Setting(qk_width_power=-0.25)
+    factor = d_k**0.25
+    ctrl, ctrl_params = _run_with_qk_lr(d_k, "none", control, steps)
+    same, same_params = _run_with_qk_lr(
+        d_k, "sqrt", training.Setting(), steps, qk_lr_factor=factor
+    )
+    plain, _ = _run_with_qk_lr(d_k, "sqrt", training.Setting(), steps)
+    np.testing.assert_array_equal(ctrl.loss, same.loss)
+    np.testing.assert_array_equal(ctrl.accuracy, same.accuracy)
+    for name in ("w_q", "w_k"):
+        np.testing.assert_array_equal(ctrl_params[name] * factor, same_params[name])
+    assert np.abs(ctrl.loss - plain.loss).max() > 0.05
