@@ -468,7 +468,7 @@ def kernel_verdicts_markdown(rows, tolerances):
             "precision",
             "logit scale",
             "error vs float64",
-            "bound",
+            "bound of FlashAttention's rule",
             'FlashAttention\'s rule (`rule="flash"`)',
             *(f"fixed {tol:g}" for tol in tolerances),
         ],
@@ -491,12 +491,13 @@ def kernel_verdicts_markdown(rows, tolerances):
 def head_width_markdown(rows):
     """Widths and heads of :func:`sdpa_ref.example.head_width_rows`, one model a column.
 
-    Models run across, so that the table fits a phone: five short rows of
+    Models run across, so that the table fits a phone: six short rows of
     numbers under the models' names.
     """
     quantities = [
         ("d_model", "d_model"),
-        ("h", "heads"),
+        ("query heads h", "heads"),
+        ("key/value heads", "kv_heads"),
         ("d_model / h", "even_split"),
         ("dₖ", "head_width"),
         ("h·dₖ", "concat_width"),

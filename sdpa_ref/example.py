@@ -37,6 +37,7 @@ from .spread import entropy, max_entropy
 __all__ = [
     "BASE_WIDTH",
     "GEMMA2_27B_QUERY_PRE_ATTN_SCALAR",
+    "GEMMA2_ATTN_SOFTCAP",
     "GEMMA2_SHAPES",
     "KEY_NAMES",
     "QUERY_NAMES",
@@ -75,11 +76,20 @@ TRANSFORMER_HEADS = 8
 #: three Gemma 2 models, from Table 1 of Gemma Team (2024), "Gemma 2:
 #: Improving Open Language Models at a Practical Size", arXiv:2408.00118. None
 #: of them splits d_model evenly: the heads' width is chosen on its own.
+#: ``kv_heads``, the key/value heads of their grouped-query attention, is
+#: ``num_key_value_heads`` of Google's reference implementation
+#: (google/gemma_pytorch, gemma/config.py: get_config_for_2b_v2, _9b, _27b).
 GEMMA2_SHAPES = {
-    "Gemma 2 2B": {"d_model": 2304, "heads": 8, "head_width": 256},
-    "Gemma 2 9B": {"d_model": 3584, "heads": 16, "head_width": 256},
-    "Gemma 2 27B": {"d_model": 4608, "heads": 32, "head_width": 128},
+    "Gemma 2 2B": {"d_model": 2304, "heads": 8, "kv_heads": 4, "head_width": 256},
+    "Gemma 2 9B": {"d_model": 3584, "heads": 16, "kv_heads": 8, "head_width": 256},
+    "Gemma 2 27B": {"d_model": 4608, "heads": 32, "kv_heads": 16, "head_width": 128},
 }
+
+#: The cap of Gemma 2's attention logits: every Gemma 2 model replaces its
+#: scaled scores ``s`` by ``50 · tanh(s / 50)`` before the softmax
+#: (``attn_logit_softcapping=50.0`` in google/gemma_pytorch's gemma/config.py,
+#: applied in gemma/model.py's GemmaAttention).
+GEMMA2_ATTN_SOFTCAP = 50.0
 
 #: The number whose square root Gemma 2 27B divides its scores by, in place
 #: of its head width of 128: ``query_pre_attn_scalar=144``, commented
@@ -416,16 +426,17 @@ def head_width_rows(models=None):
     Returns
     -------
     list of dict
-        ``name``, ``d_model``, ``heads``, ``even_split``, ``head_width``,
-        ``concat_width``.
+        ``name``, ``d_model``, ``heads`` (query heads), ``kv_heads`` (key
+        and value heads: as many as query heads unless the model shares
+        them), ``even_split``, ``head_width``, ``concat_width``.
 
     Examples
     --------
     >>> rows = head_width_rows()
     >>> [(r["name"], r["even_split"], r["head_width"]) for r in rows[:3]]
     [('Transformer', 64, 64), ('Gemma 2 2B', 288, 256), ('Gemma 2 9B', 224, 256)]
-    >>> rows[2]["concat_width"], rows[2]["d_model"]
-    (4096, 3584)
+    >>> rows[2]["concat_width"], rows[2]["d_model"], rows[2]["kv_heads"]
+    (4096, 3584, 8)
     """
     transformer = {
         "d_model": TRANSFORMER_D_MODEL,
@@ -437,12 +448,14 @@ def head_width_rows(models=None):
     for name, shape in shapes.items():
         d_model = positive_int(shape["d_model"], "d_model")
         heads = positive_int(shape["heads"], "heads")
+        kv_heads = positive_int(shape.get("kv_heads", heads), "kv_heads")
         width = positive_int(shape["head_width"], "head_width")
         rows.append(
             {
                 "name": name,
                 "d_model": d_model,
                 "heads": heads,
+                "kv_heads": kv_heads,
                 "even_split": head_width(d_model, heads),
                 "head_width": width,
                 "concat_width": heads * width,

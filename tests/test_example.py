@@ -95,12 +95,19 @@ def test_projection_example_returns_copies():
 
 
 def test_gemma2_heads_are_not_an_even_split_of_the_model_width():
-    # Gemma Team 2024, arXiv:2408.00118, Table 1: d_model, Num heads, Head size.
+    # Gemma Team 2024, arXiv:2408.00118, Table 1: d_model, Num heads, Head size;
+    # kv_heads from google/gemma_pytorch's num_key_value_heads.
     assert example.GEMMA2_SHAPES == {
-        "Gemma 2 2B": {"d_model": 2304, "heads": 8, "head_width": 256},
-        "Gemma 2 9B": {"d_model": 3584, "heads": 16, "head_width": 256},
-        "Gemma 2 27B": {"d_model": 4608, "heads": 32, "head_width": 128},
+        "Gemma 2 2B": {"d_model": 2304, "heads": 8, "kv_heads": 4, "head_width": 256},
+        "Gemma 2 9B": {"d_model": 3584, "heads": 16, "kv_heads": 8, "head_width": 256},
+        "Gemma 2 27B": {
+            "d_model": 4608,
+            "heads": 32,
+            "kv_heads": 16,
+            "head_width": 128,
+        },
     }
+    assert example.GEMMA2_ATTN_SOFTCAP == 50.0
     rows = {r["name"]: r for r in example.head_width_rows()}
     assert rows["Transformer"]["even_split"] == rows["Transformer"]["head_width"]
     assert rows["Transformer"]["concat_width"] == example.TRANSFORMER_D_MODEL

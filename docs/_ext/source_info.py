@@ -28,17 +28,24 @@ from sphinx.util.docutils import SphinxDirective
 
 
 def git_commit(where: Path) -> str:
-    """The commit checked out at ``where``, or "" outside a git checkout."""
-    try:
+    """The commit checked out at ``where``, if the pages are built from it.
+
+    "" outside a git checkout, and "" when the checkout has changes that git
+    tracks or could track (not ignored files): such a build is not of any
+    commit, and naming HEAD would send a reader's pip to other code.
+    """
+
+    def git(*args: str) -> str:
         return subprocess.run(
-            ["git", "rev-parse", "--verify", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=where,
+            ["git", *args], capture_output=True, text=True, check=True, cwd=where
         ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--verify", "HEAD")
+        dirty = git("status", "--porcelain")
     except (OSError, subprocess.CalledProcessError):
         return ""
+    return "" if dirty else commit
 
 
 def install_line(package: str, repository: str, commit: str) -> str:
