@@ -513,3 +513,30 @@ def test_alibi_and_the_bias_table_add_what_they_say():
         mods.relative_position_bias(np.zeros(4))
     with pytest.raises(ValueError, match=r"shape \(H,\) or \(B, H\)"):
         mods.alibi(np.zeros((1, 2, 3)))
+
+
+@pytest.mark.parametrize("sinks", [1, 2, 3])
+@pytest.mark.parametrize("left", [0, 1, 3])
+def test_the_pages_spelling_of_sink_tokens_is_the_option(sinks, left):
+    """flex.md's table: sinks escape the window's left bound, not causality."""
+
+    def first_keys(b, h, q_idx, kv_idx):
+        return kv_idx < sinks
+
+    def left_bound(b, h, q_idx, kv_idx):
+        return q_idx - kv_idx <= left
+
+    spelled = mods.and_masks(mods.causal(), mods.or_masks(first_keys, left_bound))
+    ready = mods.sliding_window(left, 0, sink_tokens=sinks)
+    for n_q, n_k in [(6, 6), (3, 7)]:
+        np.testing.assert_array_equal(
+            mods.create_mask(spelled, None, None, n_q, n_k),
+            mods.create_mask(ready, None, None, n_q, n_k),
+        )
+    # Without causality, the first queries would see sink keys in their future.
+    leaky = mods.or_masks(first_keys, mods.sliding_window(left))
+    if sinks > 1:
+        assert not np.array_equal(
+            mods.create_mask(leaky, None, None, 6, 6),
+            mods.create_mask(ready, None, None, 6, 6),
+        )
