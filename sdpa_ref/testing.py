@@ -73,6 +73,7 @@ to_bfloat16: Callable[[Any], np.ndarray[Any, Any]] = _untyped_to_bfloat16
 
 __all__ = [
     "EXP_ULPS",
+    "MIN_KEY_BLOCK",
     "PRECISIONS",
     "SOFTCAP_GRAD_ATOL",
     "UNIT_ROUNDOFF",
@@ -107,6 +108,15 @@ UNIT_ROUNDOFF = {
 #: aten/src/ATen/cpu/vec/vec512/vec512_float.h at commit 0243643e, called from
 #: aten/src/ATen/native/cpu/FlashAttentionKernel.cpp at commit 008ec6b1).
 EXP_ULPS = 20
+
+#: The fewest keys the bound lets a kernel put in one block of its online
+#: softmax. Each block after the first may move the row's running maximum,
+#: and each move multiplies everything summed so far by a computed factor
+#: ``exp(m - m')`` with an exponential's error of its own; the bound counts
+#: ``ceil(n_k / MIN_KEY_BLOCK) - 1`` of them. FlashAttention-2's kernels take
+#: 64 or 128 keys a block (the flash page); a kernel that rescales after
+#: every few keys lies outside the model.
+MIN_KEY_BLOCK = 16
 
 #: FlashAttention adds this to each gradient's tolerance with soft-capping
 #: (hopper/test_flash_attn.py:343-348).
@@ -743,7 +753,11 @@ def _row_bounds(p: Problem, u: float, lse: Any) -> _Bounds:
     size = np.broadcast_to(size, (*p.batch, p.n_q))
     logit = np.broadcast_to(logit, (*p.batch, p.n_q))
     log_n = math.log(p.n_k + 1)
-    phi = logit + _gamma(3, u) * 2 * size + ue
+    # One exponential per term, and one more per rescaling of the running sum:
+    # a factor exp(m - m') each, whose subtractions' roundings add up to at
+    # most u times the distance the maximum moves, 2 S_i.
+    rescalings = max(0, -(-p.n_k // MIN_KEY_BLOCK) - 1)
+    phi = logit + (_gamma(3, u) + u) * 2 * size + (1 + rescalings) * ue
     # Split-KV: each split's lse carries its sum's and log's rounding into the
     # weight that combines it with the others.
     split = _gamma(p.n_k + 2, u) + ue * (1 + log_n) + _gamma(3, u) * 2 * (size + log_n)
