@@ -54,7 +54,7 @@ TEXTS = {
     "sdpa": "q has n_q rows; k and v have n_k rows.",
     "sdpa_raises": "This call raises the ValueError shown with the grid.",
     "raises": "sdpa_ref raises ValueError: ",
-    "refused": "sdpa_ref refuses these options: nothing to translate.",
+    "refused": "sdpa_ref refuses these options: there is no mask to show or translate.",
     "flash_layout": (
         "q, k, v as (batch, seqlen, nheads, headdim); −1 is an unbounded side."
     ),
@@ -142,8 +142,9 @@ def error_text(state):
 
     Examples
     --------
-    >>> error_text({**DEFAULT, "sink_tokens": 1})
-    "sink_tokens=1 exempts keys from the window's left bound, but there is none (window = None); pass window=(left, right)"
+    >>> print(error_text({**DEFAULT, "sink_tokens": 1}))
+    sink_tokens=1 exempts keys from the window's left bound, but there is none
+    (window = None); pass window=(left, right)
     """
     try:
         allowed_mask(state)
@@ -170,8 +171,9 @@ def error_templates():
 
     Examples
     --------
-    >>> error_templates()["sink_without_left"]
-    "sink_tokens={sink_tokens} exempts keys from the window's left bound, but there is none (window = {window}); pass window=(left, right)"
+    >>> print(error_templates()["sink_without_left"])
+    sink_tokens={sink_tokens} exempts keys from the window's left bound, but there
+    is none (window = {window}); pass window=(left, right)
     """
     templates = {}
     for name, probe in _PROBES.items():
@@ -202,7 +204,7 @@ def fill(template, state):
     )
 
 
-# -- the data and the markup ------------------------------------------------------------
+# -- the data and the markup -------------------------------------------------------
 def explorer_data():
     """What the script needs and cannot derive, as JSON-ready Python data.
 
@@ -234,10 +236,12 @@ def state_of(state):
 
 
 def state_json(state):
+    """:func:`state_of` as compact JSON."""
     return json.dumps(state_of(state), separators=(",", ":"), allow_nan=False)
 
 
 def data_json(data=None):
+    """The data as compact, key-sorted JSON that is safe inside ``<script>``."""
     text = json.dumps(
         data or explorer_data(), sort_keys=True, separators=(",", ":"), allow_nan=False
     )
@@ -263,17 +267,17 @@ def grid_svg(allowed, label):
     pitch = CELL + GAP
     width, height = MARGIN_LEFT + n_k * pitch, MARGIN_TOP + n_q * pitch
     empty = ~allowed.any(axis=1)
-    parts = []
-    for j in range(n_k):
-        parts.append(
-            f'<text x="{MARGIN_LEFT + j * pitch + CELL / 2:g}" y="11" '
-            f'text-anchor="middle">k{j}</text>'
-        )
+    parts = [
+        f'<text x="{MARGIN_LEFT + j * pitch + CELL / 2:g}" y="11" '
+        f'text-anchor="middle">k{j}</text>'
+        for j in range(n_k)
+    ]
     for i in range(n_q):
         y = MARGIN_TOP + i * pitch
         cls = ' class="me-empty"' if empty[i] else ""
         parts.append(
-            f'<text{cls} x="{MARGIN_LEFT - 4}" y="{y + 13}" text-anchor="end">q{i}</text>'
+            f'<text{cls} x="{MARGIN_LEFT - 4}" y="{y + 13}" '
+            f'text-anchor="end">q{i}</text>'
         )
         for j in range(n_k):
             on = "me-on" if allowed[i, j] else "me-off"
@@ -283,7 +287,8 @@ def grid_svg(allowed, label):
             )
     return _Markup(
         f'<svg class="me-grid" viewBox="0 0 {width} {height}" '
-        f'width="{width * SCALE:g}" height="{height * SCALE:g}" role="img" aria-label="{html.escape(label, quote=True)}">'
+        f'width="{width * SCALE:g}" height="{height * SCALE:g}" role="img" '
+        f'aria-label="{html.escape(label, quote=True)}">'
         f"{''.join(parts)}</svg>"
     )
 
@@ -488,7 +493,7 @@ def fallback_html():
                 _tag(
                     "figcaption",
                     {},
-                    f"is_causal=True, align=\"{align}\": {name}, "
+                    f'is_causal=True, align="{align}": {name}, '
                     f"{state['n_q']} queries by {state['n_k']} keys",
                 ),
             )
@@ -497,4 +502,5 @@ def fallback_html():
 
 
 def fallback():
+    """The fallback for display in an executed page."""
     return HTML(fallback_html())
