@@ -1,7 +1,5 @@
-/* The mask explorer (figures/mask_explorer.py). Each cell is the rule of
-   sdpa_ref.mods, and the checks are sdpa_ref's Options', in its order; the
-   messages and notes come from the page's JSON. The browser tests hold it to
-   sdpa_ref.attention on thousands of random states. */
+/* The mask explorer (figures/mask_explorer.py): sdpa_ref.mods' rules, cell by
+   cell, and sdpa_ref's checks, in its order; its messages come in the JSON. */
 (() => {
   "use strict";
   const CELL = 18, PITCH = 20, LEFT = 28, TOP = 16, SCALE = 1.3;
@@ -16,7 +14,7 @@
 
   // Options.__post_init__: the causal check comes before the sink check.
   function error(s, errors) {
-    const left = s.window ? s.window[0] : null, right = s.window ? s.window[1] : null;
+    const [left, right] = s.window || [null, null];
     const fill = (t) => t.replace("{window}", pyWindow(s.window)).replace("{left}", py(left))
       .replace("{sink_tokens}", s.sink_tokens);
     if (s.is_causal && right !== null && right > 0) return fill(errors.causal_right);
@@ -106,12 +104,13 @@
 
   // -- the figure ---------------------------------------------------------------
   function mount(root) {
-    const data = JSON.parse(root.querySelector("script.me-data").textContent), T = data.texts;
-    const form = root.querySelector("form"), f = form.elements, limit = data.limit;
-    const svg = root.querySelector(".me-grid"), status = root.querySelector(".me-status");
-    const out = {};
-    for (const k of ["sdpa", "flash", "flex"]) out[k] = [root.querySelector(".me-" + k), root.querySelector(`.me-${k}-note`)];
+    const $ = (sel) => root.querySelector(sel), out = {};
+    const data = JSON.parse($("script.me-data").textContent), T = data.texts;
+    const form = $("form"), f = form.elements, limit = data.limit, svg = $(".me-grid"), status = $(".me-status");
+    for (const k of ["sdpa", "flash", "flex"]) out[k] = [$(".me-" + k), $(`.me-${k}-note`)];
     let current = data.default, pending = null;
+    // Only what changed is touched: a full redraw can outlast a phone's frame.
+    const put = (node, key, value) => { if (node[key] !== value) node[key] = value; };
 
     function readForm() {
       const num = (name, low) => {
@@ -128,71 +127,79 @@
     // The number a reader is typing is left alone until the change is done.
     function writeForm(s, typing) {
       for (const k of ["n_q", "n_k", "sink_tokens"]) if (f[k] !== typing && String(s[k]) !== f[k].value) f[k].value = s[k];
-      const w = s.window || [null, null];
-      f.is_causal.checked = s.is_causal;
-      f.align.value = s.align;
-      f.window.checked = s.window !== null;
-      f.left.value = w[0] === null ? "none" : w[0];
-      f.right.value = w[1] === null ? "none" : w[1];
+      const w = s.window || [null, null], name = (x) => (x === null ? "none" : String(x));
+      put(f.is_causal, "checked", s.is_causal);
+      put(f.align, "value", s.align);
+      put(f.window, "checked", s.window !== null);
+      put(f.left, "value", name(w[0]));
+      put(f.right, "value", name(w[1]));
       f.left.disabled = f.right.disabled = s.window === null;
-      f.chunk.value = s.chunk === null ? "none" : s.chunk;
+      put(f.chunk, "value", name(s.chunk));
     }
     function setCall(k, [line, note]) {
-      out[k][0].textContent = line === null ? "—" : line;
+      put(out[k][0], "textContent", line === null ? "—" : line);
       out[k][0].parentNode.classList.toggle("me-none", line === null);
-      out[k][1].textContent = note;
+      put(out[k][1], "textContent", note);
     }
+    // Every cell of the largest grid is drawn once; the viewBox shows n_q by n_k.
+    const parts = [];
+    for (let j = 0; j < limit; j++) parts.push(`<text x="${LEFT + j * PITCH + CELL / 2}" y="11" text-anchor="middle">k${j}</text>`);
+    for (let i = 0; i < limit; i++) {
+      const y = TOP + i * PITCH;
+      parts.push(`<text class="me-q" x="${LEFT - 4}" y="${y + 13}" text-anchor="end">q${i}</text>`);
+      for (let j = 0; j < limit; j++) parts.push(`<rect x="${LEFT + j * PITCH}" y="${y}" width="${CELL}" height="${CELL}" rx="2"/>`);
+    }
+    svg.innerHTML = parts.join("");
+    const rects = svg.querySelectorAll("rect"), labels = svg.querySelectorAll(".me-q");
+    const classes = [], flags = [];
+    let drawn = "";
     function draw(s, allowed) {
-      const w = LEFT + s.n_k * PITCH, h = TOP + s.n_q * PITCH, parts = [], text = [];
-      svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
-      svg.setAttribute("width", w * SCALE);
-      svg.setAttribute("height", h * SCALE);
-      for (let j = 0; j < s.n_k; j++) parts.push(`<text x="${LEFT + j * PITCH + CELL / 2}" y="11" text-anchor="middle">k${j}</text>`);
+      if (drawn !== s.n_q + "," + s.n_k) {
+        drawn = s.n_q + "," + s.n_k;
+        const w = LEFT + s.n_k * PITCH, h = TOP + s.n_q * PITCH;
+        svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
+        svg.setAttribute("width", w * SCALE);
+        svg.setAttribute("height", h * SCALE);
+      }
+      const text = [];
       for (let i = 0; i < s.n_q; i++) {
-        const y = TOP + i * PITCH, row = allowed && allowed[i], keys = [];
-        const flag = row && !row.includes(true) ? ' class="me-empty"' : "";
-        parts.push(`<text${flag} x="${LEFT - 4}" y="${y + 13}" text-anchor="end">q${i}</text>`);
-        for (let j = 0; j < s.n_k; j++) {
+        const row = allowed && allowed[i], keys = [];
+        const flag = row && !row.includes(true) ? "me-q me-empty" : "me-q";
+        if (flags[i] !== flag) labels[i].setAttribute("class", (flags[i] = flag));
+        for (let j = 0, n = i * limit; j < s.n_k; j++, n++) {
           if (row && row[j]) keys.push("k" + j);
           const cls = !row ? "me-x" : row[j] ? "me-on" : "me-off";
-          parts.push(`<rect class="${cls}" x="${LEFT + j * PITCH}" y="${y}" width="${CELL}" height="${CELL}" rx="2"/>`);
+          if (classes[n] !== cls) rects[n].setAttribute("class", (classes[n] = cls));
         }
         text.push(`q${i} ${keys.join(" ") || "none"}`);
       }
-      svg.innerHTML = parts.join("");
-      svg.setAttribute("aria-label", allowed
-        ? `Allowed pairs of ${s.n_q} queries and ${s.n_k} keys: ${text.join("; ")}` : T.refused);
+      const label = allowed ? `Allowed pairs of ${s.n_q} queries and ${s.n_k} keys: ${text.join("; ")}` : T.refused;
+      if (svg.getAttribute("aria-label") !== label) svg.setAttribute("aria-label", label);
     }
-    function describe(s, allowed, message) {
-      const span = (cls, text) => Object.assign(document.createElement("span"), { className: cls, textContent: text });
+    let said = null;
+    function describe(s, allowed, message, empty) {
+      const make = (tag, props) => Object.assign(document.createElement(tag), props);
+      const key = JSON.stringify([message, allowed, s.n_k]);
+      if (key === said) return;
+      said = key;
       status.replaceChildren();
-      if (message !== null) {
-        status.append(T.raises, span("me-error", message));
-        return [];
-      }
-      const empty = [];
-      let count = 0;
-      allowed.forEach((row, i) => {
-        const n = row.filter(Boolean).length;
-        count += n;
-        if (!n) empty.push("q" + i);
-      });
+      if (message !== null) return status.append(T.raises, make("span", { className: "me-error", textContent: message }));
+      const count = allowed.flat().filter(Boolean).length;
       status.append(`${count} of ${s.n_q * s.n_k} pairs allowed.`);
       if (empty.length) {
         const list = empty.length === 1 ? empty[0] : empty.slice(0, -1).join(", ") + " and " + empty.at(-1);
-        const link = Object.assign(document.createElement("a"), { href: data.empty_rows_link, textContent: T.empty[1] });
-        const note = span("me-flag", ` ${list} ${empty.length === 1 ? "sees" : "see"}${T.empty[0]}`);
-        note.append(link, sizes(T.empty[2], s));
-        status.append(note);
+        status.append(` ${list} ${empty.length === 1 ? "sees" : "see"}${T.empty[0]}`,
+          make("a", { href: data.empty_rows_link, textContent: T.empty[1] }), sizes(T.empty[2], s));
       }
-      return empty;
     }
     function show(s, typing) {
       current = s;
       writeForm(s, typing);
       const message = error(s, data.errors), allowed = message === null ? grid(s) : null;
+      const empty = [];
+      if (allowed) allowed.forEach((row, i) => row.includes(true) || empty.push("q" + i));
       draw(s, allowed);
-      const empty = describe(s, allowed, message);
+      describe(s, allowed, message, empty);
       setCall("sdpa", [sdpaCall(s, empty.length > 0), allowed ? T.sdpa : T.sdpa_raises]);
       setCall("flash", allowed ? flashCall(s, allowed, T) : [null, T.refused]);
       setCall("flex", allowed ? flexCall(s, T) : [null, ""]);
