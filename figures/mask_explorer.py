@@ -5,15 +5,17 @@ A reader composes ``sdpa_ref.attention``'s mask options (``is_causal``,
 ``n_k`` keys, and sees the grid of allowed (query, key) pairs. Unlike the
 other figures, the browser computes this one: its script evaluates the rules
 of :mod:`sdpa_ref.mods` (``sliding_window`` and ``chunked``, aligned by
-``align_offset``), a few comparisons per cell, because the states number in
-the billions. The tests compare it with ``sdpa_ref.attention`` itself on
-thousands of random states.
+``align_offset``), a few comparisons per cell, because the controls reach
+nearly a hundred million states. The tests compare it with
+``sdpa_ref.attention`` itself on thousands of random states.
 
 What the script cannot derive is written here, at build time, into the
 page's JSON: the limits of the controls, the starting state, and the
-messages ``sdpa_ref`` raises for an invalid combination. Those are captured
-from ``sdpa_ref`` by calling it with each invalid combination, then turned
-into templates whose blanks the script fills (:func:`error_templates`).
+messages ``sdpa_ref`` raises for an invalid combination. Each kind of
+message is captured by calling ``sdpa_ref`` with one invalid combination of
+that kind, then turned into a template whose blanks the script fills
+(:func:`error_templates`); the tests check the filled templates against
+every invalid combination the controls reach.
 The figure is also drawn here, in its starting state, so it takes its place
 before any script runs; the no-JavaScript fallback draws the two causal
 alignments the page explains.
