@@ -202,7 +202,7 @@
       describe(s, allowed, message, empty);
       setCall("sdpa", [sdpaCall(s, empty.length > 0), allowed ? T.sdpa : T.sdpa_raises]);
       setCall("flash", allowed ? flashCall(s, allowed, T) : [null, T.refused]);
-      setCall("flex", allowed ? flexCall(s, T) : [null, ""]);
+      setCall("flex", allowed ? flexCall(s, T) : [null, T.refused]);
       const state = { ...s };
       if (allowed) state.allowed = allowed; else state.error = message;
       root.setAttribute("data-state", JSON.stringify(state));

@@ -354,9 +354,10 @@ def test_state_lives_in_the_url_and_survives_a_reload(open_page):
         "#n_q=5&n_k=9&is_causal=1&align=bottom_right&window=2,inf&sink_tokens=1"
         "&chunk=off"
     )
-    page = open_page(PAGE + fragment)
+    page = open_page(PAGE + fragment, width=PHONE["width"], height=PHONE["height"])
     want = {**DEFAULT, "n_q": 5, "n_k": 9, "window": [2, None], "sink_tokens": 1}
     assert_shows(page, want)
+    expect(page.locator(ROOT)).to_be_in_viewport()  # a state link shows its figure
     page.locator(f"{ROOT} select[name=chunk]").select_option("4")
     expect(page).to_have_url(re.compile(r"&chunk=4$"))
     page.reload()
