@@ -77,6 +77,40 @@ STEPPER_TIMES_JS = """() => {
 }"""
 
 
+#: The masks page's explorer: every control changed in turn, a few hundred
+#: times, through states valid and invalid, small and 16 by 16.
+EXPLORER_TIMES_JS = """() => {
+    const root = document.querySelector('[data-figure="mask-explorer"]');
+    const form = root.querySelector('form'), f = form.elements;
+    const changes = [
+        () => { f.n_q.value = 16; }, () => { f.n_k.value = 16; },
+        () => { f.is_causal.checked = !f.is_causal.checked; },
+        () => {
+            f.align.value = f.align.value === 'top_left' ? 'bottom_right' : 'top_left';
+        },
+        () => { f.window.checked = !f.window.checked; },
+        () => { f.left.value = String(f.left.selectedIndex % 6); },
+        () => { f.right.value = f.right.value === 'none' ? '2' : 'none'; },
+        () => { f.sink_tokens.value = f.sink_tokens.value === '0' ? '2' : '0'; },
+        () => { f.chunk.value = f.chunk.value === 'none' ? '4' : 'none'; },
+        () => { f.n_q.value = 1 + (Number(f.n_q.value) + 6) % 16; },
+        () => { f.n_k.value = 1 + (Number(f.n_k.value) + 10) % 16; },
+    ];
+    const out = [];
+    for (let round = 0; round < 41; round++) {
+        for (const change of changes) {
+            change();
+            const before = root.dataset.state, t0 = performance.now();
+            form.dispatchEvent(new Event('change', {bubbles: true}));
+            void root.offsetHeight;
+            const t = performance.now() - t0;
+            if (round > 0 && root.dataset.state !== before) out.push(t);
+        }
+    }
+    return out;
+}"""
+
+
 def best_times(*fns, repeats=REPEATS):
     """Best wall time of each function, measured in interleaved rounds."""
     best = [float("inf")] * len(fns)
@@ -545,6 +579,7 @@ def main():
         training_experiment(),
         widget_update(),
         widget_update("flash.html", STEPPER_TIMES_JS, "online-softmax figure"),
+        widget_update("masks.html", EXPLORER_TIMES_JS, "mask explorer"),
         first_paint(),
     ]
     sys.exit(0 if all(results) else 1)

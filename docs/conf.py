@@ -87,10 +87,16 @@ html_theme = "furo"
 html_title = "Scaled dot-product attention"
 # The interactive figure's script and style live with its Python, in figures/.
 html_static_path = ["_static", "../figures/static"]
-html_css_files = ["site.css", "sdpa-widget.css", "online-softmax.css"]
+html_css_files = [
+    "site.css",
+    "sdpa-widget.css",
+    "online-softmax.css",
+    "mask-explorer.css",
+]
 html_js_files = [
     ("sdpa-widget.js", {"defer": "defer"}),
     ("online-softmax.js", {"defer": "defer"}),
+    ("mask-explorer.js", {"defer": "defer"}),
     ("theme-name.js", {"defer": "defer"}),
     ("reading.js", {"defer": "defer"}),
 ]

@@ -376,9 +376,13 @@ def test_masks_sources_its_fill_and_its_model_shapes():
     assert "pytorch_causal_bias" in text
     assert "causal_lower_right" in text
     assert "## Causal masks when $n_q \\neq n_k$" in text
-    caption = text.split(":name: fig-mask-top-left", 1)[1].split("```", 1)[0]
-    assert "including themselves" not in caption
-    assert "None of" in caption
+    # The explorer replaced the two static alignment heatmaps; the prose that
+    # introduces it still says what top-left alignment hides from new tokens.
+    intro = text.split("(mask-explorer)=", 1)[1].split("```{code-cell}", 1)[0]
+    assert "including themselves" not in intro
+    assert "none of them sees its own key" in intro
+    assert "fig-mask-top-left" not in text
+    assert "mask_explorer.root()" in text
 
 
 def test_d2ls_fill_spreads_an_empty_row_evenly_too():

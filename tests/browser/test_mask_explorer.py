@@ -1,0 +1,465 @@
+"""The masks page's explorer, in a real browser.
+
+The explorer computes its grid in the browser, so it is held to
+``sdpa_ref.attention`` itself, called here at test time (not ``figures``):
+the mask is read off attention's weights (equal scores, so each allowed key
+gets a positive weight and each forbidden one exactly 0), and an invalid
+state's message is the ValueError that sdpa_ref raises. The three calls the
+figure shows are run, too, and must give the grid it draws.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+import sdpa_ref
+from sdpa_ref import mods
+from sdpa_ref.testing import flash_options
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the browser fixture skips, or fails under REQUIRE_BROWSER=1
+    expect = None
+
+PAGE = "masks.html"
+ROOT = '[data-figure="mask-explorer"]'
+PHONE = {"width": 390, "height": 844}
+LIMIT = 16
+SEED = 19
+RANDOM_STATES = 2400
+DEFAULT = {
+    "n_q": 3,
+    "n_k": 6,
+    "is_causal": True,
+    "align": "bottom_right",
+    "window": None,
+    "sink_tokens": 0,
+    "chunk": None,
+}
+SIDEWAYS_OVERFLOW = (
+    "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+)
+OPTION_KEYS = ("is_causal", "align", "window", "sink_tokens", "chunk")
+
+#: Sets the form to each state, as a reader's change would, and reads back
+#: the root's data-state, the three calls and the status line.
+DRIVE = """states => {
+    const root = document.querySelector('[data-figure="mask-explorer"]');
+    const form = root.querySelector('form'), f = form.elements;
+    const side = x => x === null ? 'none' : String(x);
+    return states.map(s => {
+        f.n_q.value = s.n_q; f.n_k.value = s.n_k; f.is_causal.checked = s.is_causal;
+        f.align.value = s.align; f.window.checked = s.window !== null;
+        if (s.window) {
+            f.left.value = side(s.window[0]); f.right.value = side(s.window[1]);
+        }
+        f.sink_tokens.value = s.sink_tokens; f.chunk.value = side(s.chunk);
+        form.dispatchEvent(new Event('change', {bubbles: true}));
+        return {
+            state: JSON.parse(root.dataset.state),
+            calls: [...root.querySelectorAll('.me-calls pre')].map(p => p.textContent),
+            status: root.querySelector('.me-status').textContent,
+        };
+    });
+}"""
+
+
+# -- sdpa_ref's answers -----------------------------------------------------------
+def keywords(s):
+    """sdpa_ref.attention's keyword options for a state."""
+    out = {
+        "is_causal": s["is_causal"],
+        "align": s["align"],
+        "sink_tokens": s["sink_tokens"],
+        "chunk": s["chunk"],
+    }
+    if s["window"] is not None:
+        out["window"] = tuple(s["window"])
+    return out
+
+
+def problem(s):
+    q = np.zeros((s["n_q"], 1))
+    return q, np.zeros((s["n_k"], 1)), np.ones((s["n_k"], 1))
+
+
+def weights_mask(call, s, **extra):
+    _, weights = call(*problem(s), return_weights=True, **extra)
+    return weights > 0
+
+
+def sdpa_answer(s):
+    """(mask, None) from sdpa_ref.attention, or (None, its ValueError's text)."""
+    try:
+        return weights_mask(
+            sdpa_ref.attention, s, empty_rows="zero", **keywords(s)
+        ), None
+    except ValueError as exc:
+        return None, str(exc)
+
+
+def random_states(rng, count):
+    def bound():
+        return None if rng.random() < 0.25 else int(rng.integers(0, LIMIT + 1))
+
+    return [
+        {
+            "n_q": int(rng.integers(1, LIMIT + 1)),
+            "n_k": int(rng.integers(1, LIMIT + 1)),
+            "is_causal": bool(rng.random() < 0.5),
+            "align": "top_left" if rng.random() < 0.5 else "bottom_right",
+            "window": None if rng.random() < 0.3 else [bound(), bound()],
+            "sink_tokens": 0 if rng.random() < 0.6 else int(rng.integers(1, LIMIT + 1)),
+            "chunk": None if rng.random() < 0.6 else int(rng.integers(1, LIMIT + 1)),
+        }
+        for _ in range(count)
+    ]
+
+
+# -- the calls, run -----------------------------------------------------------------
+class _SdpaRef:
+    """``sdpa_ref`` for evaluating the shown call: the same call, with weights."""
+
+    @staticmethod
+    def attention(q, k, v, **options):
+        return sdpa_ref.attention(q, k, v, return_weights=True, **options)[1] > 0
+
+
+def run_sdpa_call(line, s):
+    q, k, v = problem(s)
+    return eval(line, {"sdpa_ref": _SdpaRef, "q": q, "k": k, "v": v})
+
+
+def run_flash_call(line, s):
+    """flash_attn_func's arguments, as attention_ref reads them (flash_options)."""
+
+    def flash_attn_func(q, k, v, **kwargs):
+        return weights_mask(sdpa_ref.attention, s, **flash_options(**kwargs))
+
+    q, k, v = problem(s)
+    return eval(line, {"flash_attn_func": flash_attn_func, "q": q, "k": k, "v": v})
+
+
+def run_mask_mod(line, s):
+    namespace = {}
+    exec(line, namespace)
+    return mods.create_mask(namespace["mask_mod"], None, None, s["n_q"], s["n_k"])[0, 0]
+
+
+def check_calls(s, mask, calls):
+    sdpa, flash, flex = calls
+    np.testing.assert_array_equal(run_sdpa_call(sdpa, s), mask, err_msg=sdpa)
+    assert ("empty_rows=" in sdpa) == (not mask.any(axis=1).all()), sdpa
+    bottom_right = weights_mask(
+        sdpa_ref.attention,
+        s,
+        empty_rows="zero",
+        **{**keywords(s), "align": "bottom_right"},
+    )
+    has_flash = s["sink_tokens"] == 0 and np.array_equal(mask, bottom_right)
+    if has_flash:
+        np.testing.assert_array_equal(run_flash_call(flash, s), mask, err_msg=flash)
+    else:
+        assert flash == "—", (s, flash)
+    masked = (
+        s["is_causal"]
+        or s["chunk"] is not None
+        or (s["window"] is not None and s["window"] != [None, None])
+    )
+    if masked:
+        np.testing.assert_array_equal(run_mask_mod(flex, s), mask, err_msg=flex)
+    else:
+        assert flex == "—", (s, flex)
+        assert mask.all()
+
+
+# -- the page --------------------------------------------------------------------
+def state(page):
+    return json.loads(page.locator(ROOT).get_attribute("data-state"))
+
+
+def assert_shows(page, want):
+    got = state(page)
+    assert {k: got[k] for k in want} == want
+    mask, message = sdpa_answer({**DEFAULT, **got})
+    if message is None:
+        assert "error" not in got
+        assert got["allowed"] == mask.tolist()
+    else:
+        assert "allowed" not in got
+        assert got["error"] == message
+    return got
+
+
+def form(page):
+    return page.locator(f"{ROOT} form")
+
+
+def test_the_root_carries_its_name_and_state(open_page):
+    page = open_page(PAGE)
+    root = page.locator(ROOT)
+    expect(root).to_have_count(1)
+    expect(root).to_be_visible()
+    expect(page.locator(".figure-fallback")).to_be_hidden()
+    got = assert_shows(page, DEFAULT)
+    assert set(got) == {"n_q", "n_k", *OPTION_KEYS, "allowed"}
+    assert got["allowed"] == sdpa_ref.causal_mask(3, 6, "bottom_right").tolist()
+    expect(root.locator(".me-status")).to_have_text("15 of 18 pairs allowed.")
+
+
+def test_the_grid_and_calls_equal_sdpa_ref_on_random_states(open_page):
+    """Random states, invalid ones included: every grid, message and call."""
+    page = open_page(PAGE)
+    states = random_states(np.random.default_rng(SEED), RANDOM_STATES)
+    results = []
+    for start in range(0, len(states), 400):
+        results += page.evaluate(DRIVE, states[start : start + 400])
+    valid = invalid = empty = 0
+    for s, got in zip(states, results, strict=True):
+        shown = got["state"]
+        assert {k: shown[k] for k in s} == s
+        mask, message = sdpa_answer(s)
+        if message is not None:
+            invalid += 1
+            assert "allowed" not in shown, s
+            assert shown["error"] == message, s
+            assert got["status"] == f"sdpa_ref raises ValueError: {message}"
+            assert got["calls"][1:] == ["—", "—"]
+            with pytest.raises(ValueError, match=re.escape(message)):
+                run_sdpa_call(got["calls"][0], s)
+            continue
+        valid += 1
+        assert "error" not in shown, s
+        assert shown["allowed"] == mask.tolist(), s
+        check_calls(s, mask, got["calls"])
+        rows = [f"q{i}" for i in np.flatnonzero(~mask.any(axis=1))]
+        if rows:
+            empty += 1
+            assert "see no key" in got["status"] or "sees no key" in got["status"]
+            for name in ("zero", "nan", "uniform", "unmask"):
+                assert f"{name}, " in got["status"]
+    assert valid + invalid == len(states) >= 2000
+    assert valid > 1000
+    assert invalid > 300
+    assert empty > 50
+
+
+def test_every_invalid_kind_shows_sdpa_refs_message(open_page):
+    page = open_page(PAGE)
+    cases = [
+        {**DEFAULT, "is_causal": True, "window": [None, 3]},
+        {**DEFAULT, "is_causal": True, "window": [4, 16]},
+        {**DEFAULT, "is_causal": False, "sink_tokens": 2, "window": None},
+        {**DEFAULT, "is_causal": False, "sink_tokens": 16, "window": [None, 0]},
+        {**DEFAULT, "is_causal": True, "sink_tokens": 1, "window": [None, 5]},
+    ]
+    for s, got in zip(cases, page.evaluate(DRIVE, cases), strict=True):
+        _, message = sdpa_answer(s)
+        assert message is not None
+        assert got["state"]["error"] == message
+    expect(page.locator(f"{ROOT} .me-error")).to_have_text(message)
+
+
+def test_mouse_clicks_compose_a_mask(open_page):
+    page = open_page(PAGE)
+    root = page.locator(ROOT)
+    root.locator("label", has_text="is_causal").click()
+    assert_shows(page, {**DEFAULT, "is_causal": False})
+    root.locator("label", has_text="top-left").click()
+    root.locator("label", has_text="is_causal").click()
+    assert_shows(page, {**DEFAULT, "align": "top_left"})
+    root.locator('label:text-is("on")').click()
+    root.locator('select[name="left"]').select_option("1")
+    assert_shows(page, {**DEFAULT, "align": "top_left", "window": [1, None]})
+    root.locator('select[name="right"]').select_option("0")
+    root.locator('select[name="chunk"]').select_option("2")
+    got = assert_shows(
+        page, {**DEFAULT, "align": "top_left", "window": [1, 0], "chunk": 2}
+    )
+    assert got["allowed"][2] == [False, False, True, False, False, False]
+
+
+def test_keyboard_reaches_and_changes_every_control(open_page):
+    page = open_page(PAGE)
+    n_q = page.locator(f"{ROOT} input[name=n_q]")
+    n_q.focus()
+    page.keyboard.press("ArrowUp")
+    assert_shows(page, {**DEFAULT, "n_q": 4})
+    outline = n_q.evaluate("e => getComputedStyle(e).outlineStyle")
+    assert outline != "none"
+    page.keyboard.press("Tab")  # n_k
+    page.keyboard.press("Control+A")
+    page.keyboard.type("2")
+    assert_shows(page, {**DEFAULT, "n_q": 4, "n_k": 2})
+    status = page.locator(f"{ROOT} .me-status")
+    expect(status).to_contain_text("q0 and q1 see no key")
+    expect(status.locator("a")).to_have_attribute("href", "#empty-rows")
+    page.keyboard.press("Tab")  # is_causal
+    page.keyboard.press("Space")
+    assert_shows(page, {**DEFAULT, "n_q": 4, "n_k": 2, "is_causal": False})
+    page.keyboard.press("Tab")  # the checked alignment radio
+    page.keyboard.press("ArrowLeft")
+    assert_shows(
+        page, {**DEFAULT, "n_q": 4, "n_k": 2, "is_causal": False, "align": "top_left"}
+    )
+    page.keyboard.press("Tab")  # window on
+    page.keyboard.press("Space")
+    page.keyboard.press("Tab")  # left
+    page.keyboard.press("ArrowDown")  # unbounded -> 0
+    got = assert_shows(
+        page,
+        {
+            "n_q": 4,
+            "n_k": 2,
+            "is_causal": False,
+            "align": "top_left",
+            "window": [0, None],
+        },
+    )
+    assert got["allowed"][0] == [True, True]
+    expect(page).to_have_url(re.compile(r"#n_q=4&n_k=2&is_causal=0&align=top_left"))
+
+
+def test_a_tap_changes_the_mask_on_a_touch_phone(browser, server):
+    context = browser.new_context(
+        viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2
+    )
+    try:
+        page = context.new_page()
+        page.goto(server + PAGE)
+        root = page.locator(ROOT)
+        root.locator("label", has_text="top-left").tap()
+        assert_shows(page, {**DEFAULT, "align": "top_left"})
+        root.locator('label:text-is("on")').tap()
+        root.locator("label", has_text="is_causal").tap()
+        assert_shows(
+            page,
+            {
+                **DEFAULT,
+                "align": "top_left",
+                "is_causal": False,
+                "window": [None, None],
+            },
+        )
+    finally:
+        context.close()
+
+
+def test_state_lives_in_the_url_and_survives_a_reload(open_page):
+    fragment = (
+        "#n_q=5&n_k=9&is_causal=1&align=bottom_right&window=2,inf&sink_tokens=1"
+        "&chunk=off"
+    )
+    page = open_page(PAGE + fragment, width=PHONE["width"], height=PHONE["height"])
+    want = {**DEFAULT, "n_q": 5, "n_k": 9, "window": [2, None], "sink_tokens": 1}
+    assert_shows(page, want)
+    expect(page.locator(ROOT)).to_be_in_viewport()  # a state link shows its figure
+    page.locator(f"{ROOT} select[name=chunk]").select_option("4")
+    expect(page).to_have_url(re.compile(r"&chunk=4$"))
+    page.reload()
+    assert_shows(page, {**want, "chunk": 4})
+    page.evaluate("location.hash = 'n_q=2&n_k=2&is_causal=0&align=top_left&window=off'")
+    assert_shows(
+        page, {**DEFAULT, "n_q": 2, "n_k": 2, "is_causal": False, "align": "top_left"}
+    )
+
+
+@pytest.mark.parametrize(
+    "fragment",
+    ["#n_q=17&n_k=3", "#n_q=3&n_k=3&window=1", "#n_q=3&n_k=3&chunk=0", "#empty-rows"],
+)
+def test_a_bad_or_section_link_leaves_the_default(open_page, fragment):
+    page = open_page(PAGE + fragment)
+    assert_shows(page, DEFAULT)
+    assert page.url.endswith(fragment)  # loading never rewrites a link
+
+
+BIG = {
+    "n_q": 16,
+    "n_k": 16,
+    "is_causal": False,
+    "align": "bottom_right",
+    "window": [3, 2],
+    "sink_tokens": 12,
+    "chunk": 16,
+}
+FLAGGED = {**DEFAULT, "n_q": 16, "n_k": 2}
+INVALID = {**DEFAULT, "n_q": 16, "n_k": 16, "window": [None, 15]}
+
+CONTRAST = """root => {
+    const lum = c => {
+        const [r, g, b] = c.match(/[\\d.]+/g).slice(0, 3).map(x => x / 255)
+            .map(x => x <= 0.04045 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4);
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    const ratio = (a, b) => {
+        const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
+        return (hi + 0.05) / (lo + 0.05);
+    };
+    const css = (sel, prop) => getComputedStyle(root.querySelector(sel))[prop];
+    const page = getComputedStyle(document.body).backgroundColor;
+    const code = css('.me-calls .highlight', 'backgroundColor');
+    const solid = code.startsWith('rgba(0, 0, 0, 0)') ? page : code;
+    return {
+        body: page,
+        status: ratio(css('.me-status', 'color'), page),
+        note: ratio(css('.me-note', 'color'), page),
+        call: ratio(css('.me-calls pre', 'color'), solid),
+        label: ratio(css('.me-grid text', 'fill'), page),
+        flag: ratio(css('.me-grid text.me-empty', 'fill'), page),
+        cell: ratio(css('.me-on', 'fill'), page),
+        field: ratio(css('input[name=n_q]', 'color'),
+                     css('input[name=n_q]', 'backgroundColor')),
+    };
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("width", [390, 1280])
+def test_readable_at_both_widths_in_both_themes(open_page, width, scheme):
+    page = open_page(PAGE, width=width, height=844, color_scheme=scheme)
+    root = page.locator(ROOT)
+    for s in (BIG, FLAGGED, INVALID, DEFAULT):
+        page.evaluate(DRIVE, [s])
+        assert page.evaluate(SIDEWAYS_OVERFLOW) <= 0, (s, width)
+        spill = root.evaluate(
+            "r => [r, ...r.querySelectorAll('*')].filter(e => !e.closest('svg')"
+            " || e.tagName === 'svg').map(e => e.getBoundingClientRect())"
+            ".filter(b => b.width && b.right > r.getBoundingClientRect().right + 1)"
+            ".length"
+        )
+        assert spill == 0, (s, width)
+        box = root.locator(".me-grid").bounding_box()
+        cell = box["width"] / (28 + 20 * s["n_k"]) * 18
+        assert cell >= 14, (s, width, cell)  # a cell a finger can see
+    page.evaluate(DRIVE, [FLAGGED])
+    ratios = root.evaluate(CONTRAST)
+    luminance = sum(int(x) for x in re.findall(r"\d+", ratios.pop("body"))[:3])
+    assert (luminance < 200) == (scheme == "dark")
+    for key in ("status", "note", "call", "label", "flag", "field"):
+        assert ratios[key] >= 4.5, (key, ratios)
+    assert ratios["cell"] >= 3.0, ratios
+
+
+def test_without_javascript_the_fallback_draws_both_alignments(open_page):
+    page = open_page(PAGE, js=False)
+    fallback = page.locator(".figure-fallback")
+    expect(fallback).to_be_visible()
+    expect(page.locator(ROOT)).to_be_hidden()
+    grids = fallback.locator("svg.me-grid")
+    expect(grids).to_have_count(2)
+    for i, align in enumerate(("top_left", "bottom_right")):
+        cells = (
+            grids.nth(i)
+            .locator("rect")
+            .evaluate_all("rs => rs.map(r => r.getAttribute('class') === 'me-on')")
+        )
+        want = sdpa_ref.causal_mask(3, 6, align)
+        assert cells == want.ravel().tolist()
+        expect(fallback.locator("figcaption").nth(i)).to_contain_text(
+            f'align="{align}"'
+        )
