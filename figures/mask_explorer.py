@@ -70,7 +70,13 @@ TEXTS = {
     ),
     "flash_top_left": (
         "No flash_attn_func equivalent: FlashAttention aligns every mask to the "
-        "bottom right, and with n_q ≠ n_k this top-left mask is a different one."
+        "bottom right, and no window_size shifted by n_k − n_q gives this "
+        "top-left mask (a side would need a negative bound, or chunks would "
+        "shift)."
+    ),
+    "flash_shifted": (
+        "FlashAttention aligns to the bottom right, so this top-left mask is its "
+        "window shifted by n_k − n_q = {n_k} − {n_q}."
     ),
     "flex_none": "Every pair is allowed: flex_attention needs no mask_mod.",
     "flex_use": (

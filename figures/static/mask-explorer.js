@@ -38,7 +38,6 @@
     return rows;
   }
 
-  // -- the three calls ---------------------------------------------------------
   function sdpaCall(s, empty) {
     const o = [];
     if (s.is_causal) o.push("is_causal=True");
@@ -51,13 +50,15 @@
   }
   function flashCall(s, allowed, T) {
     if (s.sink_tokens) return [null, T.flash_sink];
-    // It aligns to the bottom right: right wherever that is the same mask.
+    const o = [], notes = [T.flash_layout], w = s.window, m = (x) => (x === null ? -1 : x);
+    // Bottom right; a top-left mask as a window shifted by n_k - n_q, if one can.
     if (s.align === "top_left" && JSON.stringify(allowed) !== JSON.stringify(grid(s, "bottom_right"))) {
-      return [null, T.flash_top_left];
+      const d = s.n_k - s.n_q, [l, r] = bounds(s), L = l === null ? null : l + d, R = r === null ? null : r - d;
+      if (s.chunk !== null || L < 0 || R < 0) return [null, T.flash_top_left];
+      return [`flash_attn_func(q, k, v, window_size=(${m(L)}, ${m(R)}))`, notes.concat(sizes(T.flash_shifted, s)).join(" ")];
     }
-    const o = [], notes = [T.flash_layout], w = s.window;
     if (s.is_causal) o.push("causal=True");
-    if (w && (w[0] !== null || w[1] !== null)) o.push(`window_size=(${w.map((x) => (x === null ? -1 : x)).join(", ")})`);
+    if (w && (w[0] !== null || w[1] !== null)) o.push(`window_size=(${w.map(m).join(", ")})`);
     if (s.chunk !== null) {
       o.push("attention_chunk=" + s.chunk);
       notes.push(T.flash_chunk);
@@ -80,7 +81,6 @@
     return ["def mask_mod(b, h, q_idx, kv_idx): return " + body, sizes(T.flex_use, s)];
   }
 
-  // -- the URL ---------------------------------------------------------------
   // A state in the fragment, or null: any other fragment is a section link.
   function readHash(limit) {
     const p = new URLSearchParams(location.hash.slice(1));
@@ -102,7 +102,6 @@
       `&window=${w}&sink_tokens=${s.sink_tokens}&chunk=${s.chunk === null ? "off" : s.chunk}`;
   }
 
-  // -- the figure ---------------------------------------------------------------
   function mount(root) {
     const $ = (sel) => root.querySelector(sel), out = {};
     const data = JSON.parse($("script.me-data").textContent), T = data.texts;

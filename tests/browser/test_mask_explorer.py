@@ -150,6 +150,71 @@ def run_mask_mod(line, s):
     return mods.create_mask(namespace["mask_mod"], None, None, s["n_q"], s["n_k"])[0, 0]
 
 
+def shifted_window(s):
+    """A top-left mask as FlashAttention's bottom-right window, if one exists.
+
+    Aligned at the bottom right, query i sits at i + n_k - n_q: a top-left
+    bound l or r becomes l + (n_k - n_q) or r - (n_k - n_q), which
+    window_size can hold only while it stays nonnegative (-1 is unbounded).
+    """
+    if s["align"] != "top_left" or s["chunk"] is not None:
+        return None
+    left, right = s["window"] if s["window"] is not None else (None, None)
+    if s["is_causal"]:
+        right = 0
+    d = s["n_k"] - s["n_q"]
+    shifted = (
+        None if left is None else left + d,
+        None if right is None else right - d,
+    )
+    if any(x is not None and x < 0 for x in shifted):
+        return None
+    return shifted
+
+
+def test_no_window_size_gives_a_top_left_mask_the_explorer_calls_untranslatable():
+    """The note "no flash_attn_func equivalent" is true: no causal flag and no
+    window_size reproduce those top-left masks."""
+    rng = np.random.default_rng(7)
+    checked = 0
+    while checked < 60:
+        s = {
+            "n_q": int(rng.integers(1, 9)),
+            "n_k": int(rng.integers(1, 9)),
+            "is_causal": bool(rng.integers(2)),
+            "align": "top_left",
+            "window": None,
+            "sink_tokens": 0,
+            "chunk": None,
+        }
+        if rng.integers(2):
+            s["window"] = [int(rng.integers(0, 5)), None]
+        mask, error = sdpa_answer(s)
+        if error is not None or shifted_window(s) is not None:
+            continue
+        bottom_right = weights_mask(
+            sdpa_ref.attention,
+            s,
+            empty_rows="zero",
+            **{**keywords(s), "align": "bottom_right"},
+        )
+        if np.array_equal(mask, bottom_right):
+            continue
+        checked += 1
+        n = max(s["n_q"], s["n_k"])
+        for causal in (False, True):
+            for left in range(-1, n + 1):
+                for right in range(-1, n + 1):
+                    try:
+                        options = flash_options(
+                            causal=causal, window_size=(left, right)
+                        )
+                        got = weights_mask(sdpa_ref.attention, s, **options)
+                    except ValueError:
+                        continue
+                    assert not np.array_equal(got, mask), (s, causal, left, right)
+
+
 def check_calls(s, mask, calls):
     sdpa, flash, flex = calls
     np.testing.assert_array_equal(run_sdpa_call(sdpa, s), mask, err_msg=sdpa)
@@ -160,7 +225,9 @@ def check_calls(s, mask, calls):
         empty_rows="zero",
         **{**keywords(s), "align": "bottom_right"},
     )
-    has_flash = s["sink_tokens"] == 0 and np.array_equal(mask, bottom_right)
+    has_flash = s["sink_tokens"] == 0 and (
+        np.array_equal(mask, bottom_right) or shifted_window(s) is not None
+    )
     if has_flash:
         np.testing.assert_array_equal(run_flash_call(flash, s), mask, err_msg=flash)
     else:
