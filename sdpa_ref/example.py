@@ -85,7 +85,7 @@ GEMMA2_SHAPES = {
     "Gemma 2 27B": {"d_model": 4608, "heads": 32, "kv_heads": 16, "head_width": 128},
 }
 
-#: The cap of Gemma 2's attention logits: every Gemma 2 model replaces its
+#: The cap of Gemma 2's attention logits. Every Gemma 2 model replaces its
 #: scaled scores ``s`` by ``50 · tanh(s / 50)`` before the softmax
 #: (``attn_logit_softcapping=50.0`` in google/gemma_pytorch's gemma/config.py,
 #: applied in gemma/model.py's GemmaAttention).
