@@ -58,7 +58,11 @@ TEXTS = {
     "raises": "sdpa_ref raises ValueError: ",
     "refused": "sdpa_ref refuses these options: there is no mask to show or translate.",
     "flash_layout": (
-        "q, k, v as (batch, seqlen, nheads, headdim); −1 is an unbounded side."
+        "q, k, v as (batch, seqlen, nheads, headdim); −1 is an unbounded side, "
+        "as attention_ref and FlashAttention-3 read window_size. "
+        "FlashAttention-2's kernel replaces a bound of n_k or more by −1, and "
+        "−1 by n_k when the other side is bounded, which can give another mask "
+        "when n_q ≥ n_k + 2."
     ),
     "flash_chunk": (
         "attention_chunk is FlashAttention-3's; FlashAttention-2's flash_attn_func "
