@@ -180,7 +180,9 @@ def reproducible(session: nox.Session) -> None:
         .stdout.decode()
         .split("\0")
     )
-    tmp = Path(session.create_tmp())
+    # Absolute: the pages run in a temporary folder, where a relative
+    # PYTHONPATH would no longer find figures/.
+    tmp = Path(session.create_tmp()).resolve()
     builds = [] if against is None else [against.resolve()]
     folders = ("first", "second/one/level/deeper")
     for folder in folders[len(builds) :]:
