@@ -18,7 +18,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal, TypeAlias, TypeVar, cast
 
@@ -223,6 +223,25 @@ class Options:
                 "rest; pass the dropout_p that the mask was drawn with"
             )
         self._set("dropout_mask", keep)
+
+    @classmethod
+    def from_locals(
+        cls, names: Mapping[str, Any], *, exclude: tuple[str, ...] = ()
+    ) -> Options:
+        """The options among a public function's parameters, by name.
+
+        Every public function spells its options out as keyword-only
+        parameters, so that an IDE shows them; it passes ``locals()`` here,
+        before assigning anything else, instead of naming each one again.
+        ``exclude`` leaves out a parameter that the function handles itself.
+        """
+        return cls(
+            **{
+                name: names[name]
+                for name in OPTION_NAMES
+                if name in names and name not in exclude
+            }
+        )
 
     def __repr__(self) -> str:
         """Only the options that differ from the defaults."""

@@ -139,30 +139,7 @@ def attention_backward(
     >>> bool(np.array_equal(again.dv, g.dv))
     True
     """
-    options = Options(
-        mask=mask,
-        mask_mod=mask_mod,
-        score_mod=score_mod,
-        is_causal=is_causal,
-        scale=scale,
-        empty_rows=empty_rows,
-        check_finite=check_finite,
-        align=align,
-        window=window,
-        sink_tokens=sink_tokens,
-        chunk=chunk,
-        softcap=softcap,
-        sink_logits=sink_logits,
-        q_lengths=q_lengths,
-        k_lengths=k_lengths,
-        key_leftpad=key_leftpad,
-        cu_seqlens_q=cu_seqlens_q,
-        cu_seqlens_k=cu_seqlens_k,
-        seqused_k=seqused_k,
-        dropout_mask=dropout_mask,
-        dropout_p=dropout_p,
-        layout=layout,
-    )
+    options = Options.from_locals(locals())
     p = prepare(q, k, v, options)
     _refuse_nan_rows(p)
     d_out = p.from_caller(grad_out, "grad_out")
@@ -252,30 +229,7 @@ def tiled_attention_backward(  # noqa: PLR0917 (the forward's saved arrays)
     >>> bool(np.abs(tiled.dq - dense.dq).max() < 1e-12)
     True
     """
-    options = Options(
-        mask=mask,
-        mask_mod=mask_mod,
-        score_mod=score_mod,
-        is_causal=is_causal,
-        scale=scale,
-        empty_rows=empty_rows,
-        check_finite=check_finite,
-        align=align,
-        window=window,
-        sink_tokens=sink_tokens,
-        chunk=chunk,
-        softcap=softcap,
-        sink_logits=sink_logits,
-        q_lengths=q_lengths,
-        k_lengths=k_lengths,
-        key_leftpad=key_leftpad,
-        cu_seqlens_q=cu_seqlens_q,
-        cu_seqlens_k=cu_seqlens_k,
-        seqused_k=seqused_k,
-        dropout_mask=dropout_mask,
-        dropout_p=dropout_p,
-        layout=layout,
-    )
+    options = Options.from_locals(locals())
     p = prepare(q, k, v, options)
     _refuse_nan_rows(p)
     block_size = positive_int(block_size, "block_size")

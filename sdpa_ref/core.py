@@ -1064,30 +1064,7 @@ def attention(
     >>> w.round(3)
     array([[0.   , 0.   , 0.953, 0.047]])
     """
-    options = Options(
-        mask=mask,
-        mask_mod=mask_mod,
-        score_mod=score_mod,
-        is_causal=is_causal,
-        scale=scale,
-        empty_rows=empty_rows,
-        check_finite=check_finite,
-        align=align,
-        window=window,
-        sink_tokens=sink_tokens,
-        chunk=chunk,
-        softcap=softcap,
-        sink_logits=sink_logits,
-        q_lengths=q_lengths,
-        k_lengths=k_lengths,
-        key_leftpad=key_leftpad,
-        cu_seqlens_q=cu_seqlens_q,
-        cu_seqlens_k=cu_seqlens_k,
-        seqused_k=seqused_k,
-        dropout_mask=dropout_mask,
-        dropout_p=dropout_p,
-        layout=layout,
-    )
+    options = Options.from_locals(locals())
     _check_flags(return_weights=return_weights, return_lse=return_lse)
     p = prepare(q, k, v, options)
     out, weights, lse = dense_forward(p, want_weights=return_weights)
@@ -1349,30 +1326,7 @@ def tiled_attention(
     >>> bool(np.abs(dense - tiled).max() < 1e-12)
     True
     """
-    options = Options(
-        mask=mask,
-        mask_mod=mask_mod,
-        score_mod=score_mod,
-        is_causal=is_causal,
-        scale=scale,
-        empty_rows=empty_rows,
-        check_finite=check_finite,
-        align=align,
-        window=window,
-        sink_tokens=sink_tokens,
-        chunk=chunk,
-        softcap=softcap,
-        sink_logits=sink_logits,
-        q_lengths=q_lengths,
-        k_lengths=k_lengths,
-        key_leftpad=key_leftpad,
-        cu_seqlens_q=cu_seqlens_q,
-        cu_seqlens_k=cu_seqlens_k,
-        seqused_k=seqused_k,
-        dropout_mask=dropout_mask,
-        dropout_p=dropout_p,
-        layout=layout,
-    )
+    options = Options.from_locals(locals())
     _check_flags(return_lse=return_lse)
     block_size = positive_int(block_size, "block_size")
     p = prepare(q, k, v, options)

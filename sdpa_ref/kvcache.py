@@ -259,23 +259,7 @@ def attention_with_kvcache(
     >>> bool(np.array_equal(paged, flat))
     True
     """
-    options = Options(
-        mask=mask,
-        mask_mod=mask_mod,
-        score_mod=score_mod,
-        is_causal=is_causal,
-        scale=scale,
-        empty_rows=empty_rows,
-        check_finite=check_finite,
-        align=align,
-        window=window,
-        sink_tokens=sink_tokens,
-        chunk=chunk,
-        softcap=softcap,
-        sink_logits=sink_logits,
-        key_leftpad=key_leftpad,
-        layout=layout,
-    )
+    options = Options.from_locals(locals())
     if not isinstance(return_lse, bool | np.bool_):
         raise TypeError(f"return_lse must be True or False, got {return_lse!r}")
     q64 = to_layout(real_array(q, "q", dtype=np.float64), options.layout, "q")

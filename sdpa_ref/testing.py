@@ -1808,29 +1808,7 @@ def check_attention(
         )
     # One validated, frozen set of options, shared by every pass below. The
     # helper puts the kernel's arrays in (..., heads, seqlen, dim) order itself.
-    options = Options(
-        mask=mask,
-        mask_mod=mask_mod,
-        score_mod=score_mod,
-        is_causal=is_causal,
-        scale=scale,
-        empty_rows=empty_rows,
-        check_finite=check_finite,
-        align=align,
-        window=window,
-        sink_tokens=sink_tokens,
-        chunk=chunk,
-        softcap=softcap,
-        sink_logits=sink_logits,
-        q_lengths=q_lengths,
-        k_lengths=k_lengths,
-        key_leftpad=key_leftpad,
-        cu_seqlens_q=cu_seqlens_q,
-        cu_seqlens_k=cu_seqlens_k,
-        seqused_k=seqused_k,
-        dropout_mask=dropout_mask,
-        dropout_p=dropout_p,
-    )
+    options = Options.from_locals(locals(), exclude=("layout",))
     arrays = [_as_numpy(a, name) for a, name in ((q, "q"), (k, "k"), (v, "v"))]
     resolved = _kernel_precision(arrays, precision)
     call = _Call(
