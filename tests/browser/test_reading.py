@@ -457,6 +457,9 @@ def test_references_use_the_texts_labels_and_link_back_to_every_citation(
 @pytest.mark.parametrize("motion", ["reduce", "no-preference"])
 def test_smooth_scrolling_stops_for_reduced_motion(open_page, motion):
     page = open_page("references.html", reduced_motion=motion)
+    # Scrolling is instant while the page loads; reading.js settles it one
+    # animation frame after `load`. Ask only once it has settled.
+    expect(page.locator("html")).to_have_class(re.compile(r"\bsdpa-settled\b"))
     behaviour = page.evaluate(
         "getComputedStyle(document.documentElement).scrollBehavior"
     )
