@@ -262,15 +262,23 @@ def _refuse_nan_rows(p: Problem) -> None:
         )
 
 
-def gradients(
-    p: Problem, out: FloatArray, d_out: FloatArray, lse: FloatArray, block_size: int
+def gradients(  # noqa: PLR0917 (the forward's results, each by name)
+    p: Problem,
+    out: FloatArray,
+    d_out: FloatArray,
+    lse: FloatArray,
+    block_size: int,
+    weights: FloatArray | None = None,
 ) -> Gradients:
     """dq, dk, dv (and dmask, dsink, dscore_mod) over key blocks of ``block_size``.
 
     ``out`` and ``d_out`` in :class:`sdpa_ref.core.Problem`'s (..., heads,
     seqlen, dim) order; the gradients come back in the caller's layout (and
-    packing).
+    packing). ``weights``, the dense forward's P over all keys, saves
+    recomputing the scores when there is one block and no score mod (which
+    needs its inputs).
     """
+    reuse = weights is not None and block_size >= p.n_k and not p.score_mods
     batch, n_q = p.batch, p.n_q
     q_scaled = p.q * p.scale
     k_t = np.swapaxes(p.k, -1, -2)
@@ -290,9 +298,16 @@ def gradients(
         if block is None:  # no query sees these keys: their gradients stay 0
             continue
         rows = block.rows
-        probs, inputs = p.logits(q_scaled, k_t, block, keep_inputs=bool(p.score_mods))
-        probs -= shift[..., rows, :]
-        np.exp(probs, out=probs)
+        inputs: list[FloatArray] = []
+        if reuse:
+            assert weights is not None
+            probs = weights[..., rows, :]
+        else:
+            probs, inputs = p.logits(
+                q_scaled, k_t, block, keep_inputs=bool(p.score_mods)
+            )
+            probs -= shift[..., rows, :]
+            np.exp(probs, out=probs)
         d_out_rows = d_out[..., rows, :]
         dv[..., start:stop, :] = np.matmul(
             np.swapaxes(p.drop(probs, block), -1, -2), d_out_rows

@@ -791,8 +791,11 @@ def _reference(
     """
     p = prepare(q, k, v, options)
     block = _block_size(p)
+    weights = None
     if block is None:
-        out, _, lse = dense_forward(p, want_weights=False)
+        # The backward reuses these weights rather than recompute the scores.
+        keep = d_out is not None and not p.score_mods
+        out, weights, lse = dense_forward(p, want_weights=keep)
     else:
         out, lse = tiled_forward(p, block)
     reference: dict[str, Any] = {"out": out, "lse": lse}
@@ -811,6 +814,7 @@ def _reference(
         np.concatenate([d_out, one], -1),
         lse,
         p.n_k if block is None else block,
+        weights,
     )
     d_v = p.v.shape[-1]
     reference.update(grads._asdict())
