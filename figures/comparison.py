@@ -8,7 +8,7 @@ from matplotlib.patches import Polygon
 from .style import INK, KEY_COLORS, MUTED, PAGE_WIDTH, new_figure, styled
 
 
-def _hull(points: np.ndarray) -> np.ndarray:
+def convex_hull(points: np.ndarray) -> np.ndarray:
     """Vertices of the convex hull of 2-D points, counter-clockwise."""
     pts = sorted(map(tuple, points))
 
@@ -87,7 +87,7 @@ def mixture_figure(comparison, values, key_names):
     """
     c = comparison
     fig, ax = new_figure(PAGE_WIDTH, 4.0)
-    hull = _hull(values)
+    hull = convex_hull(values)
     ax.add_patch(Polygon(hull, closed=True, facecolor="#f0f0f0", edgecolor="#bdbdbd"))
     for j, (point, name) in enumerate(zip(values, key_names, strict=True)):
         ax.scatter(*point, s=70, color=KEY_COLORS[j], zorder=3)

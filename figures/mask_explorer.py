@@ -31,7 +31,7 @@ from IPython.display import HTML
 
 import sdpa_ref
 
-from .widget import _Markup, _tag
+from .widget import Markup, tag
 
 FIGURE_ID = "mask-explorer"
 #: The largest n_q, n_k, window bound, sink count and chunk the controls offer.
@@ -297,7 +297,7 @@ def grid_svg(allowed, label):
                 f'<rect class="{on}" x="{MARGIN_LEFT + j * pitch}" y="{y}" '
                 f'width="{CELL}" height="{CELL}" rx="2"/>'
             )
-    return _Markup(
+    return Markup(
         f'<svg class="me-grid" viewBox="0 0 {width} {height}" '
         f'width="{width * SCALE:g}" height="{height * SCALE:g}" role="img" '
         f'aria-label="{html.escape(label, quote=True)}">'
@@ -325,11 +325,11 @@ def grid_label(state, allowed):
 
 def _number(uid, name, label, value, low):
     ident = f"{uid}-{name}"
-    return _tag(
+    return tag(
         "span",
         {"class": "me-field"},
-        _tag("label", {"for": ident}, label),
-        _Markup(
+        tag("label", {"for": ident}, label),
+        Markup(
             f'<input type="number" id="{ident}" name="{name}" min="{low}" '
             f'max="{LIMIT}" step="1" value="{value}" inputmode="numeric">'
         ),
@@ -342,24 +342,24 @@ def _select(uid, name, label, value, choices):
         f'<option value="{v}"{" selected" if v == value else ""}>{text}</option>'
         for v, text in choices
     )
-    return _tag(
+    return tag(
         "span",
         {"class": "me-field"},
-        _tag("label", {"for": ident}, label),
-        _Markup(f'<select id="{ident}" name="{name}">{opts}</select>'),
+        tag("label", {"for": ident}, label),
+        Markup(f'<select id="{ident}" name="{name}">{opts}</select>'),
     )
 
 
 def _check(uid, name, label, checked):
     ident = f"{uid}-{name}"
-    return _tag(
+    return tag(
         "span",
         {"class": "me-field me-check"},
-        _Markup(
+        Markup(
             f'<input type="checkbox" id="{ident}" name="{name}"'
             f"{' checked' if checked else ''}>"
         ),
-        _tag("label", {"for": ident}, label),
+        tag("label", {"for": ident}, label),
     )
 
 
@@ -384,45 +384,45 @@ def controls_html(state, uid="me0"):
     for value, label in (("top_left", "top-left"), ("bottom_right", "bottom-right")):
         ident = f"{uid}-align-{value}"
         aligns.append(
-            _tag(
+            tag(
                 "span",
                 {"class": "me-field me-check"},
-                _Markup(
+                Markup(
                     f'<input type="radio" id="{ident}" name="align" value="{value}"'
                     f"{' checked' if state['align'] == value else ''}>"
                 ),
-                _tag("label", {"for": ident}, label),
+                tag("label", {"for": ident}, label),
             )
         )
     chunks = [("none", "none")] + [(str(n), str(n)) for n in range(1, LIMIT + 1)]
-    return _tag(
+    return tag(
         "form",
         {"class": "me-form", "aria-label": "Mask options"},
-        _tag(
+        tag(
             "fieldset",
             {},
-            _tag("legend", {}, "Sizes"),
+            tag("legend", {}, "Sizes"),
             _number(uid, "n_q", "n_q", state["n_q"], 1),
             _number(uid, "n_k", "n_k", state["n_k"], 1),
         ),
-        _tag(
+        tag(
             "fieldset",
             {},
-            _tag("legend", {}, "Causal"),
+            tag("legend", {}, "Causal"),
             _check(uid, "is_causal", "is_causal", state["is_causal"]),
         ),
-        _tag("fieldset", {}, _tag("legend", {}, "align"), *aligns),
-        _tag(
+        tag("fieldset", {}, tag("legend", {}, "align"), *aligns),
+        tag(
             "fieldset",
             {},
-            _tag("legend", {}, "window"),
+            tag("legend", {}, "window"),
             _check(uid, "window", "on", state["window"] is not None),
             *sides,
         ),
-        _tag(
+        tag(
             "fieldset",
             {},
-            _tag("legend", {}, "More"),
+            tag("legend", {}, "More"),
             _number(uid, "sink_tokens", "sink_tokens", state["sink_tokens"], 0),
             _select(
                 uid,
@@ -445,15 +445,15 @@ def root_html(data=None):
     state = data["default"]
     allowed = allowed_mask(state)
     label = "Mask explorer: compose the mask options and see the allowed pairs"
-    calls = _tag(
+    calls = tag(
         "div",
         {"class": "me-calls"},
         *(
-            _tag(
+            tag(
                 "div",
                 {"class": "me-call"},
-                _tag("p", {"class": "me-call-name"}, name),
-                _Markup(
+                tag("p", {"class": "me-call-name"}, name),
+                Markup(
                     f'<div class="highlight"><pre class="me-{key}"></pre></div>'
                     f'<p class="me-note me-{key}-note"></p>'
                 ),
@@ -471,14 +471,14 @@ def root_html(data=None):
         '<script type="application/json" class="me-data">'
         f"{data_json(data)}</script>"
         + controls_html(state)
-        + _tag(
+        + tag(
             "div",
             {"class": "me-body"},
-            _tag(
+            tag(
                 "div",
                 {"class": "me-left"},
                 grid_svg(allowed, grid_label(state, allowed)),
-                _tag("p", {"class": "me-status", "aria-live": "polite"}, ""),
+                tag("p", {"class": "me-status", "aria-live": "polite"}, ""),
             ),
             calls,
         )
@@ -498,11 +498,11 @@ def fallback_html():
         state = {**DEFAULT, "align": align}
         allowed = allowed_mask(state)
         figures.append(
-            _tag(
+            tag(
                 "figure",
                 {"class": "me-static"},
                 grid_svg(allowed, grid_label(state, allowed)),
-                _tag(
+                tag(
                     "figcaption",
                     {},
                     f'is_causal=True, align="{align}": {name}, '
@@ -510,7 +510,7 @@ def fallback_html():
                 ),
             )
         )
-    return _Markup(f'<div class="me-statics">{"".join(figures)}</div>')
+    return Markup(f'<div class="me-statics">{"".join(figures)}</div>')
 
 
 def fallback():

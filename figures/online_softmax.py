@@ -21,7 +21,7 @@ from IPython.display import HTML
 from sdpa_ref import flash
 
 from .tables import markdown_table, number, times_ten, vector
-from .widget import _Markup, _tag
+from .widget import Markup, tag
 
 FIGURE_ID = "online-softmax"
 #: The loop orders as the figure names them.
@@ -493,7 +493,7 @@ def _grid_svg(data, view):
 def _svg(data, view, order):
     height = _grid_y(len(data["queries"]) - 1, data["query_blocks"][0][1] + 1)
     height += CELL_H + 4
-    return _Markup(
+    return Markup(
         f'<svg class="os-svg" viewBox="0 0 {WIDTH} {height}" role="img" '
         f'aria-label="{html.escape(view["svg_label"], quote=True)}">'
         f"{_memory_svg(data, view, order)}{_grid_svg(data, view)}</svg>"
@@ -504,7 +504,7 @@ def _table(data, view):
     head = [
         "query",
         "m",
-        _Markup('e<sup class="os-sup">m<sub>old</sub> − m<sub>new</sub></sup>'),
+        Markup('e<sup class="os-sup">m<sub>old</sub> − m<sub>new</sub></sup>'),
         "ℓ",
         "a",
         "O = a/ℓ",
@@ -513,14 +513,14 @@ def _table(data, view):
     for r, name in enumerate(data["queries"]):
         flag = view["row_flags"][r]
         rows.append(
-            _tag(
+            tag(
                 "tr",
                 {"class": f"os-{flag}" if flag else None},
-                _tag("th", {"scope": "row"}, name),
-                *(_tag("td", {}, cell) for cell in view["rows"][r]),
+                tag("th", {"scope": "row"}, name),
+                *(tag("td", {}, cell) for cell in view["rows"][r]),
             )
         )
-    return _tag(
+    return tag(
         "div",
         {
             "class": "os-table",
@@ -528,26 +528,26 @@ def _table(data, view):
             "role": "group",
             "aria-label": "Running state of each query",
         },
-        _tag(
+        tag(
             "table",
             {},
-            _tag(
+            tag(
                 "caption",
                 {},
                 "Each query’s running maximum m, the factor applied at this step, "
                 "the sum ℓ and the accumulator a.",
             ),
-            _tag(
+            tag(
                 "thead",
                 {},
-                _tag("tr", {}, *(_tag("th", {"scope": "col"}, h) for h in head)),
+                tag("tr", {}, *(tag("th", {"scope": "col"}, h) for h in head)),
             ),
-            _tag("tbody", {}, *rows),
+            tag("tbody", {}, *rows),
         ),
     )
 
 
-LEGEND = _Markup(
+LEGEND = Markup(
     '<p class="os-legend"><span class="os-key os-key-chip" aria-hidden="true"></span>'
     'on chip <span class="os-arrow-read" aria-hidden="true">↓</span> read from HBM '
     '<span class="os-arrow-write" aria-hidden="true">↑</span> written to HBM '
@@ -564,22 +564,22 @@ def figure_html(data, uid="os0"):
     for value, label in ORDER_LABELS.items():
         ident = f"{uid}-order-{value}"
         options.append(
-            _tag(
+            tag(
                 "span",
                 {"class": "os-option"},
-                _Markup(
+                Markup(
                     f'<input type="radio" name="{uid}-order" id="{ident}" '
                     f'value="{value}"{" checked" if value == order else ""}>'
                 ),
-                _tag("label", {"for": ident}, label),
+                tag("label", {"for": ident}, label),
             )
         )
     last = len(data["orders"][order]["steps"]) - 1
     step = data["default"]["step"]
-    nav = _tag(
+    nav = tag(
         "div",
         {"class": "os-nav"},
-        _tag(
+        tag(
             "button",
             {
                 "type": "button",
@@ -589,13 +589,13 @@ def figure_html(data, uid="os0"):
             },
             "◀ Back",
         ),
-        _tag(
+        tag(
             "p",
             {"class": "os-title"},
-            _tag("strong", {"class": "os-count"}, view["count"]),
-            _tag("span", {"class": "os-name"}, view["title"]),
+            tag("strong", {"class": "os-count"}, view["count"]),
+            tag("span", {"class": "os-name"}, view["title"]),
         ),
-        _tag(
+        tag(
             "button",
             {
                 "type": "button",
@@ -606,25 +606,25 @@ def figure_html(data, uid="os0"):
             "Next ▶",
         ),
     )
-    controls = _tag(
+    controls = tag(
         "div",
         {"class": "os-controls"},
-        _tag(
+        tag(
             "fieldset",
             {"class": "os-order"},
-            _tag("legend", {}, "Loop order"),
+            tag("legend", {}, "Loop order"),
             *options,
         ),
         nav,
     )
-    return _Markup(
+    return Markup(
         controls
         + _svg(data, view, order)
         + LEGEND
-        + _tag("p", {"class": "os-memory"}, view["memory"])
+        + tag("p", {"class": "os-memory"}, view["memory"])
         + _table(data, view)
-        + _tag("p", {"class": "os-live", "aria-live": "polite"}, view["summary"])
-        + _tag("p", {"class": "os-result"}, view["result"])
+        + tag("p", {"class": "os-live", "aria-live": "polite"}, view["summary"])
+        + tag("p", {"class": "os-result"}, view["result"])
     )
 
 

@@ -20,7 +20,7 @@ from IPython.display import HTML
 
 from sdpa_ref import example
 
-from .comparison import _hull
+from .comparison import convex_hull
 from .style import KEY_COLORS
 from .tables import markdown_table, number, vector
 
@@ -112,7 +112,7 @@ def widget_data():
                 "scale_label": f"√{width}",
                 "summary": _summary(c, name),
             }
-    hull = _hull(values)
+    hull = convex_hull(values)
     outputs = [
         side["output"]
         for state in states.values()
@@ -305,7 +305,7 @@ def plane_geometry(values, outputs):
     }
 
 
-def _tag(name, attrs=None, *children):
+def tag(name, attrs=None, *children):
     """An HTML element; text children are escaped, ``Markup`` ones are not."""
     attrs = "".join(
         f" {k}" if v is True else f' {k}="{html.escape(str(v), quote=True)}"'
@@ -313,16 +313,16 @@ def _tag(name, attrs=None, *children):
         if v is not None and v is not False
     )
     inner = "".join(
-        c if isinstance(c, _Markup) else html.escape(str(c)) for c in children
+        c if isinstance(c, Markup) else html.escape(str(c)) for c in children
     )
-    return _Markup(f"<{name}{attrs}>{inner}</{name}>")
+    return Markup(f"<{name}{attrs}>{inner}</{name}>")
 
 
-class _Markup(str):
+class Markup(str):
     """HTML that is already safe."""
 
 
-DK = _Markup('<span class="sdpa-w-dk"><i>d</i><sub>k</sub></span>')
+DK = Markup('<span class="sdpa-w-dk"><i>d</i><sub>k</sub></span>')
 
 
 def _radios(uid, name, legend, options, checked):
@@ -330,18 +330,18 @@ def _radios(uid, name, legend, options, checked):
     for value, label in options:
         ident = f"{uid}-{name}-{value}"
         spans.append(
-            _tag(
+            tag(
                 "span",
                 {"class": "sdpa-w-option"},
-                _Markup(
+                Markup(
                     f'<input type="radio" name="{uid}-{name}" id="{ident}" '
                     f'value="{value}"{" checked" if value == checked else ""}>'
                 ),
-                _tag("label", {"for": ident}, label),
+                tag("label", {"for": ident}, label),
             )
         )
-    return _tag(
-        "fieldset", {"class": "sdpa-w-choice"}, _tag("legend", {}, *legend), *spans
+    return tag(
+        "fieldset", {"class": "sdpa-w-choice"}, tag("legend", {}, *legend), *spans
     )
 
 
@@ -350,36 +350,36 @@ def _panel(side, title, formula, data, state_side):
     for j, key in enumerate(data["keys"]):
         weight = state_side["weights"][j]
         columns.append(
-            _tag(
+            tag(
                 "span",
                 {"class": "sdpa-w-col"},
-                _tag("span", {"class": "sdpa-w-value"}, state_side["weight_labels"][j]),
-                _tag(
+                tag("span", {"class": "sdpa-w-value"}, state_side["weight_labels"][j]),
+                tag(
                     "span",
                     {"class": "sdpa-w-track"},
-                    _tag(
+                    tag(
                         "span", {"class": "sdpa-w-bar", "style": _bar(weight, data, j)}
                     ),
                 ),
-                _tag("span", {"class": "sdpa-w-key"}, key),
+                tag("span", {"class": "sdpa-w-key"}, key),
             )
         )
     weights = ", ".join(
         f"{k} {w}"
         for k, w in zip(data["keys"], state_side["weight_labels"], strict=True)
     )
-    return _tag(
+    return tag(
         "section",
         {"class": "sdpa-w-panel", "data-side": side},
-        _tag(
+        tag(
             "p",
             {"class": "sdpa-w-title"},
-            _tag("strong", {}, title),
+            tag("strong", {}, title),
             " ",
-            _tag("span", {"class": "sdpa-w-formula"}, formula),
-            _tag("span", {"class": "sdpa-w-scores"}, _scores(state_side)),
+            tag("span", {"class": "sdpa-w-formula"}, formula),
+            tag("span", {"class": "sdpa-w-scores"}, _scores(state_side)),
         ),
-        _tag(
+        tag(
             "span",
             {
                 "class": "sdpa-w-bars",
@@ -388,7 +388,7 @@ def _panel(side, title, formula, data, state_side):
             },
             *columns,
         ),
-        _tag("p", {"class": "sdpa-w-stats"}, _stats(state_side, data)),
+        tag("p", {"class": "sdpa-w-stats"}, _stats(state_side, data)),
     )
 
 
@@ -477,7 +477,7 @@ def _plane(data, state):
         )
     rx, ry = px(state["raw"]["output"])
     sx, sy = px(state["scaled"]["output"])
-    return _Markup(
+    return Markup(
         f'<svg viewBox="0 0 {n(size[0])} {n(size[1])}" class="sdpa-w-plane" role="img" '
         f'aria-label="{html.escape(_plane_label(state), quote=True)}">'
         f'<g class="sdpa-w-axes">{"".join(axes)}</g>'
@@ -491,7 +491,7 @@ def _plane(data, state):
 def vectors_caption(data, width):
     """The fixed-vectors table's caption at one head width."""
     n = data["repeats"][str(width)]
-    return _Markup(
+    return Markup(
         f"The fixed vectors at {DK} = {width}: each query and key repeats its "
         f"width-{data['base_width']} pattern {f'{n} times' if n > 1 else 'once'}. "
         "Values stay 2-wide at every width."
@@ -517,26 +517,26 @@ def vectors_table(data, query, width):
         for k, p in zip(data["keys"], pat["values"], strict=True)
     ]
     head = ["vector", f"width-{data['base_width']} pattern", "repeated", "width"]
-    return _tag(
+    return tag(
         "table",
         {"class": "sdpa-w-vectors"},
-        _tag("caption", {}, vectors_caption(data, width)),
-        _tag(
+        tag("caption", {}, vectors_caption(data, width)),
+        tag(
             "thead",
             {},
-            _tag("tr", {}, *(_tag("th", {"scope": "col"}, c) for c in head)),
+            tag("tr", {}, *(tag("th", {"scope": "col"}, c) for c in head)),
         ),
-        _tag(
+        tag(
             "tbody",
             {},
             *(
-                _tag(
+                tag(
                     "tr",
                     {},
-                    _tag("th", {"scope": "row"}, name),
-                    _tag("td", {"class": "sdpa-w-pattern"}, pattern),
-                    _tag("td", {}, repeat),
-                    _tag("td", {}, wide),
+                    tag("th", {"scope": "row"}, name),
+                    tag("td", {"class": "sdpa-w-pattern"}, pattern),
+                    tag("td", {}, repeat),
+                    tag("td", {}, wide),
                 )
                 for name, pattern, repeat, wide in rows
             ),
@@ -549,7 +549,7 @@ def figure_html(data, uid="sdpa-w0"):
     start = data["default"]
     query, width = start["query"], start["width"]
     state = data["states"][f"{query}/{width}"]
-    controls = _tag(
+    controls = tag(
         "div",
         {"class": "sdpa-w-controls"},
         _radios(uid, "q", ["Query"], list(enumerate(data["queries"])), query),
@@ -558,13 +558,13 @@ def figure_html(data, uid="sdpa-w0"):
             "dk",
             ["Head width ", DK],
             [
-                (w, _Markup(f'<span class="sdpa-w-sr">{DK} = </span>{w}'))
+                (w, Markup(f'<span class="sdpa-w-sr">{DK} = </span>{w}'))
                 for w in data["widths"]
             ],
             width,
         ),
     )
-    panels = _tag(
+    panels = tag(
         "div",
         {"class": "sdpa-w-panels"},
         _panel("raw", "Unscaled", "softmax(q·k)", data, state["raw"]),
@@ -576,31 +576,31 @@ def figure_html(data, uid="sdpa-w0"):
             state["scaled"],
         ),
     )
-    legend = _Markup(
+    legend = Markup(
         '<p class="sdpa-w-legend"><span class="sdpa-w-key-raw" aria-hidden="true">'
         '</span> unscaled output <span class="sdpa-w-key-scaled" aria-hidden="true">'
         "</span> scaled output</p>"
     )
-    mixture = _tag(
+    mixture = tag(
         "figure",
         {"class": "sdpa-w-mixture"},
         _plane(data, state),
-        _tag(
+        tag(
             "figcaption",
             {},
             legend,
-            _tag("p", {"class": "sdpa-w-outputs"}, _outputs(state)),
+            tag("p", {"class": "sdpa-w-outputs"}, _outputs(state)),
         ),
     )
-    printed = _tag(
+    printed = tag(
         "p",
         {"class": "sdpa-w-state"},
-        _tag("span", {}, f"Shown: query {data['queries'][query]} at head width "),
+        tag("span", {}, f"Shown: query {data['queries'][query]} at head width "),
         DK,
-        _tag("span", {}, f" = {width}."),
+        tag("span", {}, f" = {width}."),
     )
-    live = _tag("p", {"class": "sdpa-w-live", "aria-live": "polite"}, state["summary"])
-    table = _tag(
+    live = tag("p", {"class": "sdpa-w-live", "aria-live": "polite"}, state["summary"])
+    table = tag(
         "div",
         {
             "class": "sdpa-w-table",
@@ -610,4 +610,4 @@ def figure_html(data, uid="sdpa-w0"):
         },
         vectors_table(data, query, width),
     )
-    return _Markup(printed + controls + panels + mixture + live + table)
+    return Markup(printed + controls + panels + mixture + live + table)

@@ -25,8 +25,7 @@ import numpy as np
 from ._arrays import ArrayInput, FloatArray
 from ._checks import first_index, positive_int
 from ._options import Align, EmptyRows, Layout, Options, Window, check_keywords
-from .core import Block, Problem, dense_forward, prepare
-from .core import _empty_row_error as empty_row_error
+from .core import Block, Problem, dense_forward, empty_row_error, prepare
 from .mods import MaskMod, ScoreMod, score_mod_derivative
 
 __all__ = [

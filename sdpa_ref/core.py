@@ -578,11 +578,6 @@ def prepare(q: ArrayInput, k: ArrayInput, v: ArrayInput, options: Options) -> Pr
     )
 
 
-def _prepare(q: ArrayInput, k: ArrayInput, v: ArrayInput, **options: Any) -> Problem:
-    """:func:`prepare` with the options as keywords (kept for older callers)."""
-    return prepare(q, k, v, Options(**options))
-
-
 class _Lengths(NamedTuple):
     q: IntArray | None
     k: IntArray | None
@@ -693,7 +688,7 @@ def _check_mask(
     return arr
 
 
-def _empty_row_error(empty: BoolArray) -> ValueError:
+def empty_row_error(empty: BoolArray) -> ValueError:
     where = first_index(empty)
     return ValueError(
         f"query {where[-1]} (batch index {where[:-1]}) has no allowed key: every "
@@ -1154,7 +1149,7 @@ def _empty_rows(p: Problem, lse: FloatArray) -> BoolArray | None:
     if not empty.any():
         return None
     if p.empty_rows == "raise":
-        raise _empty_row_error(empty)
+        raise empty_row_error(empty)
     return empty
 
 

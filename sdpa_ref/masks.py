@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import nonnegative_int, positive_int
-from .core import _prepare, attention, softmax
+from ._options import Options
+from .core import attention, prepare, softmax
 from .cost import OLMO_2_7B
 from .mods import create_mask, sliding_window
 from .random_model import SEED
@@ -166,16 +167,7 @@ def masked_fill_attention(q, k, v, mask, fill=TUTORIAL_FILL):
     """
     mask = np.asarray(mask, dtype=bool)
     # The same checks of q, k, v and the mask as attention makes, nothing computed.
-    p = _prepare(
-        q,
-        k,
-        v,
-        mask=mask,
-        is_causal=False,
-        scale=None,
-        empty_rows="raise",
-        check_finite=True,
-    )
+    p = prepare(q, k, v, Options(mask=mask, empty_rows="raise", check_finite=True))
     scores = np.matmul(p.q * p.scale, np.swapaxes(p.k, -1, -2))
     return softmax(np.where(mask, scores, fill)) @ p.v
 

@@ -164,7 +164,7 @@ def test_formulas_carry_the_computed_values():
 
 def test_hull_of_the_values_is_their_quadrilateral():
     _, _, values = example.vectors(4)
-    hull = comparison._hull(values)
+    hull = comparison.convex_hull(values)
     assert len(hull) == 4
     assert {tuple(p) for p in hull} == {tuple(p) for p in values}
 

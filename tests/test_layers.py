@@ -25,6 +25,25 @@ def test_sdpa_ref_imports_numpy_only(path):
         assert not roots & FORBIDDEN, f"{path.name} imports {roots & FORBIDDEN}"
 
 
+@pytest.mark.parametrize(
+    "path",
+    sorted([*PACKAGE.glob("*.py"), *(PACKAGE.parent / "figures").glob("*.py")]),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_no_module_imports_another_modules_private_names(path):
+    """A leading underscore means "this module's own": what another module
+    needs is public in the module that defines it (issue 20)."""
+    tree = ast.parse(path.read_text())
+    private = [
+        f"from {'.' * node.level}{node.module or ''} import {alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level
+        for alias in node.names
+        if alias.name.startswith("_")
+    ]
+    assert not private, f"{path.name}: {private}"
+
+
 def test_importing_sdpa_ref_pulls_in_numpy_and_nothing_else():
     code = (
         "import sys; before = set(sys.modules); import sdpa_ref; "
