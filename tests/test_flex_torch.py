@@ -18,7 +18,6 @@ Two checks, both run by ``nox -s parity`` (REQUIRE_TORCH=1):
 """
 
 import math
-import os
 import warnings
 
 import numpy as np
@@ -32,17 +31,10 @@ from sdpa_ref import (
     tiled_attention,
     tiled_attention_backward,
 )
+from tests.torch_needed import torch  # skips this module without torch
 
 # Needs torch==2.13.0: `pytest -m torch` runs the parity tests alone.
 pytestmark = pytest.mark.torch
-
-if os.environ.get("REQUIRE_TORCH") == "1":
-    import torch
-else:
-    torch = pytest.importorskip(
-        "torch",
-        reason="torch is not installed; `nox -s parity` installs torch==2.13.0 (CPU)",
-    )
 
 flex = pytest.importorskip("torch.nn.attention.flex_attention")
 

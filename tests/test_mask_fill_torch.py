@@ -6,23 +6,14 @@ softmax in float32; this checks the NumPy model of it against torch 2.13.0.
 Skipped where torch does not import, unless REQUIRE_TORCH=1.
 """
 
-import os
-
 import numpy as np
 import pytest
 
 from sdpa_ref import precision
+from tests.torch_needed import torch  # skips this module without torch
 
 # Needs torch==2.13.0: `pytest -m torch` runs the parity tests alone.
 pytestmark = pytest.mark.torch
-
-if os.environ.get("REQUIRE_TORCH") == "1":
-    import torch
-else:
-    torch = pytest.importorskip(
-        "torch",
-        reason="torch is not installed; `nox -s parity` installs torch==2.13.0 (CPU)",
-    )
 
 TYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
 

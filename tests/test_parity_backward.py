@@ -9,8 +9,6 @@ installs the CPU build); skipped with a reason elsewhere, unless
 REQUIRE_TORCH=1 makes a missing torch fail.
 """
 
-import os
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -22,17 +20,10 @@ from sdpa_ref import (
     tiled_attention,
     tiled_attention_backward,
 )
+from tests.torch_needed import torch  # skips this module without torch
 
 # Needs torch==2.13.0: `pytest -m torch` runs the parity tests alone.
 pytestmark = pytest.mark.torch
-
-if os.environ.get("REQUIRE_TORCH") == "1":
-    import torch
-else:
-    torch = pytest.importorskip(
-        "torch",
-        reason="torch is not installed; `nox -s parity` installs torch==2.13.0 (CPU)",
-    )
 
 ATOL = 1e-12
 

@@ -4,23 +4,14 @@ Runs where torch imports (``nox -s parity`` installs the CPU build); skipped
 with a reason elsewhere, unless REQUIRE_TORCH=1 makes a missing torch fail.
 """
 
-import os
-
 import numpy as np
 import pytest
 
 from sdpa_ref import attention, causal_mask, tiled_attention
+from tests.torch_needed import torch  # skips this module without torch
 
 # Needs torch==2.13.0: `pytest -m torch` runs the parity tests alone.
 pytestmark = pytest.mark.torch
-
-if os.environ.get("REQUIRE_TORCH") == "1":
-    import torch
-else:
-    torch = pytest.importorskip(
-        "torch",
-        reason="torch is not installed; `nox -s parity` installs torch==2.13.0 (CPU)",
-    )
 
 CASES = 40
 FNS = pytest.mark.parametrize(

@@ -5,7 +5,6 @@ with a reason elsewhere, unless REQUIRE_TORCH=1 makes a missing torch fail.
 """
 
 import math
-import os
 
 import numpy as np
 import pytest
@@ -13,17 +12,10 @@ import pytest
 import sdpa_ref
 import sdpa_ref.precision
 from sdpa_ref import kernels, testing
+from tests.torch_needed import torch  # skips this module without torch
 
 # Needs torch==2.13.0: `pytest -m torch` runs the parity tests alone.
 pytestmark = pytest.mark.torch
-
-if os.environ.get("REQUIRE_TORCH") == "1":
-    import torch
-else:
-    torch = pytest.importorskip(
-        "torch",
-        reason="torch is not installed; `nox -s parity` installs torch==2.13.0 (CPU)",
-    )
 
 DTYPES = {
     "float32": torch.float32,

@@ -4,7 +4,6 @@ Runs where torch imports (``nox -s parity`` installs the CPU build); skipped
 with a reason elsewhere, unless REQUIRE_TORCH=1 makes a missing torch fail.
 """
 
-import os
 import subprocess
 import sys
 
@@ -20,17 +19,10 @@ from sdpa_ref import (
     tiled_attention_backward,
 )
 from sdpa_ref._arrays import as_array, source_precision
+from tests.torch_needed import torch  # skips this module without torch
 
 # Needs torch==2.13.0: `pytest -m torch` runs the parity tests alone.
 pytestmark = pytest.mark.torch
-
-if os.environ.get("REQUIRE_TORCH") == "1":
-    import torch
-else:
-    torch = pytest.importorskip(
-        "torch",
-        reason="torch is not installed; `nox -s parity` installs torch==2.13.0 (CPU)",
-    )
 
 SHAPE_Q, SHAPE_KV = (2, 4, 6, 8), (2, 2, 9, 8)
 

@@ -9,24 +9,16 @@ Runs where torch imports (``nox -s parity``); skipped with a reason elsewhere,
 unless REQUIRE_TORCH=1 makes a missing torch fail.
 """
 
-import os
 import warnings
 
 import numpy as np
 import pytest
 
 from sdpa_ref import testing
+from tests.torch_needed import torch  # skips this module without torch
 
 # Needs torch==2.13.0: `pytest -m torch` runs the parity tests alone.
 pytestmark = pytest.mark.torch
-
-if os.environ.get("REQUIRE_TORCH") == "1":
-    import torch
-else:
-    torch = pytest.importorskip(
-        "torch",
-        reason="torch is not installed; `nox -s parity` installs torch==2.13.0 (CPU)",
-    )
 
 DTYPES = {
     "float64": torch.float64,
