@@ -23,10 +23,14 @@ def blocks(css: str):
         if css.startswith("/*", i):
             end = css.find("*/", i + 2)
             end = n if end < 0 else end + 2
-            keep = css.startswith("/*!", i)
-            css = css[:i] + (css[i:end] if keep else "") + css[end:]
+            if css.startswith("/*!", i) and not css[start:i].strip():
+                # A licence comment is kept, as an item of its own: inside the
+                # next prelude its words (".css", ".com") would read as classes.
+                out.append((css[i:end], None))
+                start = i = end
+                continue
+            css = css[:i] + css[end:]
             n = len(css)
-            i = i + (end - i if keep else 0)
             continue
         if c in "\"'":
             j = i + 1

@@ -123,8 +123,9 @@ class _Renderer:
         return self._seen[key]
 
     def close(self) -> None:
-        self._proc.stdin.close()
+        self._proc.stdin.close()  # Node's loop ends with its input
         self._proc.wait(timeout=10)
+        self._proc.stdout.close()
 
 
 def _html(translator, node, *, display: bool) -> str:

@@ -84,7 +84,11 @@ def image_size(path: Path) -> tuple[int, int] | None:
     attr = dict(re.findall(rb'\s([\w-]+)="([^"]*)"', tag.group(0)))
     width, height = _length(attr.get(b"width")), _length(attr.get(b"height"))
     if (width is None or height is None) and attr.get(b"viewBox"):
-        _, _, width, height = (float(x) for x in attr[b"viewBox"].split())
+        # SVG separates viewBox's four numbers by spaces, commas or both.
+        box = re.split(rb"[\s,]+", attr[b"viewBox"].strip())
+        if len(box) != 4:
+            return None
+        _, _, width, height = (float(x) for x in box)
     if not width or not height:
         return None
     return round(width), round(height)

@@ -1,0 +1,78 @@
+"""docs/_ext/a11y: named landmarks, plain corner cells, ARIA-correct captions."""
+
+import doctest
+import io
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "docs" / "_ext"))
+import a11y
+from a11y import landmarks
+
+
+def test_the_module_example_holds():
+    result = doctest.testmod(a11y)
+    assert (result.attempted, result.failed) == (1, 0)
+
+
+def test_landmarks_names_both_asides_and_the_icon_bar():
+    html = (
+        '<aside class="sidebar-drawer">'
+        '<div class="content-icon-container"><a href="x">src</a></div>'
+        '<aside class="toc-drawer no-toc">'
+    )
+    assert landmarks(html) == (
+        '<aside class="sidebar-drawer" id="sdpa-site-nav" aria-label="Site navigation">'
+        '<div class="content-icon-container" role="navigation" '
+        'aria-label="Page source"><a href="x">src</a></div>'
+        '<aside class="toc-drawer no-toc" id="sdpa-page-toc" aria-label="On this page">'
+    )
+
+
+def test_landmarks_turns_only_empty_header_cells_into_plain_cells():
+    html = (
+        '<th class="head"></th><th class="head s"><p></p></th><th class="head">q</th>'
+    )
+    assert landmarks(html) == (
+        '<td class="head"></td><td class="head s"></td><th class="head">q</th>'
+    )
+
+
+def test_landmarks_is_idempotent_on_a_built_page():
+    page = Path(__file__).parents[1] / "docs" / "_build" / "html" / "formula.html"
+    if not page.exists():
+        pytest.skip("the site is not built")
+    text = page.read_text(encoding="utf-8")
+    assert 'id="sdpa-page-toc"' in text
+    assert landmarks(text) == text
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A two-page Sphinx project built with the extension alone."""
+    from sphinx.application import Sphinx
+
+    src = tmp_path_factory.mktemp("a11y")
+    (src / "conf.py").write_text('extensions = ["a11y"]\n')
+    (src / "index.rst").write_text(
+        "Home\n====\n\n.. toctree::\n   :caption: Chapters\n\n   other\n\n"
+        "See [Ref]_.\n\n.. [Ref] A cited work.\n"
+    )
+    (src / "other.rst").write_text("Other\n=====\n\nText.\n")
+    out = src / "_build"
+    app = Sphinx(src, src, out, out / ".doctrees", "html", status=io.StringIO(),
+                 warning=io.StringIO(), freshenv=True)  # fmt: skip
+    app.build()
+    return (out / "index.html").read_text(encoding="utf-8")
+
+
+def test_a_toctree_caption_is_a_level_2_heading(built):
+    assert '<p aria-level="2" class="caption" role="heading">' in built
+    assert '<span class="caption-text">Chapters</span></p>' in built
+
+
+def test_a_citation_is_a_list_item(built):
+    assert '<div class="citation" id="ref" role="listitem">' in built
+    assert "doc-biblioentry" not in built
