@@ -72,8 +72,9 @@ def option_mod_pairs(n_q=6, n_k=9):
             {"is_causal": True, "align": "bottom_right"},
             {"mask_mod": mods.causal(offset=offset)},
         ),
+        ("window, causal", {"window": (2, 0)}, {"mask_mod": mods.sliding_window(2)}),
         (
-            "window",
+            "window, both bounds",
             {"window": (2, 1), "align": "bottom_right"},
             {"mask_mod": mods.sliding_window(2, 1, offset=offset)},
         ),
