@@ -298,6 +298,9 @@ def bench(session: nox.Session) -> None:
     # own single BLAS thread, as the docs build does.
     env = {k: v for k, v in build_env().items() if not k.endswith("_NUM_THREADS")}
     session.run("python", "benchmarks/bench.py", *session.posargs, env=env)
+    if (ROOT / "docs" / "_build" / "html" / "index.html").exists():
+        # What each page transform of docs/_ext saves after gzip.
+        session.run("python", "benchmarks/transform_gzip.py", env=env)
 
 
 if os.environ.get("CI"):

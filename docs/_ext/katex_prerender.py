@@ -20,10 +20,6 @@ What keeps a math page light, none of it changing what a reader sees:
   already carries) are dropped. Four names stay as they are, for the
   site's own CSS and scripts: ``katex``, ``katex-display``, ``katex-html``
   and ``katex-mathml``.
-* A stretchy square root or delimiter is an SVG path of about a kilobyte,
-  the same for every root of a height. Each distinct path is written once per
-  page, in a hidden ``<svg>`` at the top of the article, and drawn where it
-  is needed with ``<use>``.
 * ``<math>`` loses its ``xmlns``: the HTML parser puts it in the MathML
   namespace by itself.
 * After the build, the copied fonts are cut down (fontTools, WOFF2 via
@@ -144,7 +140,6 @@ KEEP_CLASSES = frozenset({"katex", "katex-display", "katex-html", "katex-mathml"
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _MATHML_NS = ' xmlns="http://www.w3.org/1998/Math/MathML"'
 _KATEX_CLASS = re.compile(r'(<[a-z]+) class="([^"]*)"')
-_SVG_PATH = re.compile(r'<path d="([^"]+)"\s*/?>(?:</path>)?')
 
 
 def short_class_names(css: str) -> dict[str, str]:
@@ -168,7 +163,12 @@ def short_class_names(css: str) -> dict[str, str]:
 
 
 def _compact(builder, text: str) -> str:
-    """KaTeX's HTML with short classes, shared root paths and no MathML xmlns."""
+    """KaTeX's HTML with short classes and no MathML xmlns.
+
+    (Writing each root's SVG path once a page, drawn with ``<use>``, saved
+    0.2% of the site's gzipped bytes: benchmarks/transform_gzip.py. It was
+    dropped as not worth its code.)
+    """
     names = builder.katex_classes
 
     def classes(match: re.Match) -> str:
@@ -179,25 +179,7 @@ def _compact(builder, text: str) -> str:
         ]
         return f'{match.group(1)} class="{" ".join(kept)}"' if kept else match.group(1)
 
-    text = _KATEX_CLASS.sub(classes, text.replace(_MATHML_NS, ""))
-    paths = _page_paths(builder)
-    if paths is None:
-        return text
-
-    def shared(match: re.Match) -> str:
-        name = paths.setdefault(match.group(1), f"katex-path-{len(paths)}")
-        return f'<use href="#{name}"/>'
-
-    return _SVG_PATH.sub(shared, text)
-
-
-def _page_paths(builder) -> dict[str, str] | None:
-    """This page's SVG paths and their ids; None once the page is written."""
-    paths = getattr(builder, "katex_paths", None)
-    docname = getattr(builder, "current_docname", None)
-    if paths is None or paths[0] != docname:
-        paths = builder.katex_paths = (docname, {})
-    return paths[1]
+    return _KATEX_CLASS.sub(classes, text.replace(_MATHML_NS, ""))
 
 
 _TAG = re.compile(r"<[a-zA-Z][^<>]*>")
@@ -255,13 +237,6 @@ def _page_context(app, pagename, templatename, context, doctree):
             sheet = f"<style>{_style_rules(styles[1])}</style>"
             context["metatags"] = context.get("metatags", "") + sheet
         app.builder.katex_styles = (pagename, None)
-    paths = getattr(app.builder, "katex_paths", None)
-    if paths and paths[0] == pagename:
-        if paths[1] and "body" in context:
-            defs = "".join(f'<path id="{i}" d="{d}"/>' for d, i in paths[1].items())
-            sprite = f'<svg hidden aria-hidden="true"><defs>{defs}</defs></svg>'
-            context["body"] = sprite + context["body"]
-        app.builder.katex_paths = (pagename, None)
 
 
 def visit_math(self, node):
