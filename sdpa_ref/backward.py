@@ -267,17 +267,18 @@ def gradients(  # noqa: PLR0917 (the forward's results, each by name)
     d_out: FloatArray,
     lse: FloatArray,
     block_size: int,
-    weights: FloatArray | None = None,
+    logits: FloatArray | None = None,
 ) -> Gradients:
     """dq, dk, dv (and dmask, dsink, dscore_mod) over key blocks of ``block_size``.
 
     ``out`` and ``d_out`` in :class:`sdpa_ref.core.Problem`'s (..., heads,
     seqlen, dim) order; the gradients come back in the caller's layout (and
-    packing). ``weights``, the dense forward's P over all keys, saves
-    recomputing the scores when there is one block and no score mod (which
-    needs its inputs).
+    packing). ``logits``, the dense forward's over all keys
+    (:func:`sdpa_ref.core.dense_forward_and_logits`), save computing them
+    again when there is one block, every row active and no score mod (which
+    needs its inputs): the same numbers, one matrix product fewer.
     """
-    reuse = weights is not None and block_size >= p.n_k and not p.score_mods
+    reuse = logits is not None and block_size >= p.n_k and not p.score_mods
     batch, n_q = p.batch, p.n_q
     q_scaled = p.q * p.scale
     k_t = np.swapaxes(p.k, -1, -2)
@@ -298,15 +299,15 @@ def gradients(  # noqa: PLR0917 (the forward's results, each by name)
             continue
         rows = block.rows
         inputs: list[FloatArray] = []
-        if reuse:
-            assert weights is not None
-            probs = weights[..., rows, :]
+        if reuse and rows == slice(None):
+            assert logits is not None
+            probs = logits - shift
         else:
             probs, inputs = p.logits(
                 q_scaled, k_t, block, keep_inputs=bool(p.score_mods)
             )
             probs -= shift[..., rows, :]
-            np.exp(probs, out=probs)
+        np.exp(probs, out=probs)
         d_out_rows = d_out[..., rows, :]
         dv[..., start:stop, :] = np.matmul(
             np.swapaxes(p.drop(probs, block), -1, -2), d_out_rows

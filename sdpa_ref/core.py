@@ -1092,6 +1092,26 @@ def dense_forward(
 
     In the (..., heads, seqlen, dim) order of :class:`Problem`.
     """
+    out, weights, lse, _ = _dense(p, want_weights=want_weights, keep_logits=False)
+    return out, weights, lse
+
+
+def dense_forward_and_logits(
+    p: Problem,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Output, log-sum-exp and the logits (masked, before the softmax).
+
+    For a backward that would otherwise compute the same logits again, as
+    :func:`sdpa_ref.backward.gradients` does given them.
+    """
+    out, _, lse, logits = _dense(p, want_weights=False, keep_logits=True)
+    assert logits is not None
+    return out, lse, logits
+
+
+def _dense(
+    p: Problem, *, want_weights: bool, keep_logits: bool
+) -> tuple[FloatArray, FloatArray | None, FloatArray, FloatArray | None]:
     with np.errstate(over="ignore", invalid="ignore"):  # _check_row_max reports it
         # Scaling q (n_q x d_k numbers) instead of the scores (n_q x n_k)
         # saves a whole pass over the largest array.
@@ -1099,6 +1119,7 @@ def dense_forward(
     everything = p.block(0, p.n_k, skip=False)
     assert everything is not None  # without skip there is always a block
     scores, _ = p.logits(q_scaled, np.swapaxes(p.k, -1, -2), everything)
+    logits = scores.copy() if keep_logits else None
     row_max = scores.max(axis=-1, keepdims=True)
     _check_row_max(row_max, p)
     if p.sink is not None:
@@ -1127,7 +1148,7 @@ def dense_forward(
     weights = scores if want_weights else None
     if empty is not None:
         _fill_empty([a for a in (out, weights) if a is not None], empty, p.empty_rows)
-    return out, weights, lse
+    return out, weights, lse, logits
 
 
 _dense_forward = dense_forward  # the name older callers import

@@ -57,7 +57,14 @@ from ._options import (
     unknown_keyword_error,
 )
 from .backward import Gradients, gradients, unbroadcast, ungroup
-from .core import Problem, apply_score_mod, dense_forward, prepare, tiled_forward
+from .core import (
+    Problem,
+    apply_score_mod,
+    dense_forward,
+    dense_forward_and_logits,
+    prepare,
+    tiled_forward,
+)
 from .mods import (
     Differentiable,
     MaskMod,
@@ -791,11 +798,12 @@ def _reference(
     """
     p = prepare(q, k, v, options)
     block = _block_size(p)
-    weights = None
-    if block is None:
-        # The backward reuses these weights rather than recompute the scores.
-        keep = d_out is not None and not p.score_mods
-        out, weights, lse = dense_forward(p, want_weights=keep)
+    logits = None
+    if block is None and d_out is not None and not p.score_mods:
+        # The backward reuses these logits rather than compute them again.
+        out, lse, logits = dense_forward_and_logits(p)
+    elif block is None:
+        out, _, lse = dense_forward(p, want_weights=False)
     else:
         out, lse = tiled_forward(p, block)
     reference: dict[str, Any] = {"out": out, "lse": lse}
@@ -814,7 +822,7 @@ def _reference(
         np.concatenate([d_out, one], -1),
         lse,
         p.n_k if block is None else block,
-        weights,
+        logits,
     )
     d_v = p.v.shape[-1]
     reference.update(grads._asdict())
