@@ -10,6 +10,7 @@ operations (FLOPs) instead, two to a multiply-add
 
 from __future__ import annotations
 
+from . import published
 from ._checks import positive_int
 
 __all__ = [
@@ -26,7 +27,7 @@ __all__ = [
 #: Attention shape of OLMo 2 7B from its model card (allenai/OLMo-2-1124-7B
 #: on Hugging Face, README.md at revision 83f13fa9): 32 layers, 32 attention
 #: heads, context length 4096.
-OLMO_2_7B = {"layers": 32, "heads": 32, "context": 4096}
+OLMO_2_7B = published.OLMO_2_7B
 
 #: Floating-point operations in one multiply-add, a multiplication and an
 #: addition.

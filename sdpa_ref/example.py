@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import published
 from ._checks import positive_int
 from .core import attention
 from .spread import entropy, max_entropy
@@ -66,11 +67,11 @@ BASE_WIDTH = 4
 #: sub-layer and embedding outputs vectors of this width (Vaswani et al. 2017,
 #: "Attention Is All You Need", arXiv:1706.03762, Sections 3.1 and 3.3, and
 #: Table 3, row "base").
-TRANSFORMER_D_MODEL = 512
+TRANSFORMER_D_MODEL = published.TRANSFORMER_D_MODEL
 
 #: Number of attention heads ``h`` of the same base model ("we employ h = 8
 #: parallel attention layers, or heads", Section 3.2.2 of the same paper).
-TRANSFORMER_HEADS = 8
+TRANSFORMER_HEADS = published.TRANSFORMER_HEADS
 
 #: Model width, number of query heads and head width ("Head size") of the
 #: three Gemma 2 models, from Table 1 of Gemma Team (2024), "Gemma 2:
@@ -79,17 +80,13 @@ TRANSFORMER_HEADS = 8
 #: ``kv_heads``, the key/value heads of their grouped-query attention, is
 #: ``num_key_value_heads`` of Google's reference implementation
 #: (google/gemma_pytorch, gemma/config.py: get_config_for_2b_v2, _9b, _27b).
-GEMMA2_SHAPES = {
-    "Gemma 2 2B": {"d_model": 2304, "heads": 8, "kv_heads": 4, "head_width": 256},
-    "Gemma 2 9B": {"d_model": 3584, "heads": 16, "kv_heads": 8, "head_width": 256},
-    "Gemma 2 27B": {"d_model": 4608, "heads": 32, "kv_heads": 16, "head_width": 128},
-}
+GEMMA2_SHAPES = published.GEMMA2_SHAPES
 
 #: The cap of Gemma 2's attention logits. Every Gemma 2 model replaces its
 #: scaled scores ``s`` by ``50 · tanh(s / 50)`` before the softmax
 #: (``attn_logit_softcapping=50.0`` in google/gemma_pytorch's gemma/config.py,
 #: applied in gemma/model.py's GemmaAttention).
-GEMMA2_ATTN_SOFTCAP = 50.0
+GEMMA2_ATTN_SOFTCAP = published.GEMMA2_ATTN_SOFTCAP
 
 #: The number whose square root Gemma 2 27B divides its scores by, in place
 #: of its head width of 128: ``query_pre_attn_scalar=144``, commented
@@ -98,7 +95,7 @@ GEMMA2_ATTN_SOFTCAP = 50.0
 #: ``get_config_for_27b``). Its gemma/model.py multiplies the queries by
 #: ``query_pre_attn_scalar**-0.5`` when that is set, and by
 #: ``head_dim**-0.5`` otherwise, as for the 2B and 9B models.
-GEMMA2_27B_QUERY_PRE_ATTN_SCALAR = 144
+GEMMA2_27B_QUERY_PRE_ATTN_SCALAR = published.GEMMA2_27B_QUERY_PRE_ATTN_SCALAR
 
 _QUERIES = np.array(
     [

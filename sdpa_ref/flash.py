@@ -14,6 +14,7 @@ import tracemalloc
 
 import numpy as np
 
+from . import published
 from ._checks import positive_int, real_array
 from .backward import attention_backward, tiled_attention_backward
 from .core import attention, tiled_attention
@@ -67,10 +68,10 @@ __all__ = [
 #: The A100 GPU as Dao et al. (2022, arXiv 2205.14135, Section 2.1) describe
 #: it: "40-80GB of high bandwidth memory (HBM) ... and 192KB of on-chip SRAM
 #: per each of 108 streaming multiprocessors".
-A100_HBM_GB = (40, 80)
-A100_SMS = 108
+A100_HBM_GB = published.A100_HBM_GB
+A100_SMS = published.A100_SMS
 #: The A100's SRAM per streaming multiprocessor as the paper writes it, "192KB".
-A100_SRAM_KB = 192
+A100_SRAM_KB = published.A100_SRAM_KB
 #: The same in bytes, reading a KB as 1024 bytes (this site's choice).
 A100_SRAM_BYTES = A100_SRAM_KB * 1024
 #: The most of those 192 KB that a kernel can configure as shared memory on an
@@ -78,34 +79,34 @@ A100_SRAM_BYTES = A100_SRAM_KB * 1024
 #: 64, 100, 132 or 164 KB per SM" (NVIDIA Ampere GPU Architecture Tuning
 #: Guide, Section 1.4.2.3, where 192 KB is the combined capacity of the L1
 #: cache, texture cache and shared memory).
-A100_SHARED_MEMORY_MAX_KB = 164
+A100_SHARED_MEMORY_MAX_KB = published.A100_SHARED_MEMORY_MAX_KB
 #: The A100's HBM bandwidth in TB/s (10¹² bytes a second), from the same
 #: sentence of Dao et al. (2022, Section 2.1): "40-80GB of high bandwidth
 #: memory (HBM) with bandwidth 1.5-2.0TB/s".
-A100_HBM_TBPS = (1.5, 2.0)
+A100_HBM_TBPS = published.A100_HBM_TBPS
 #: The A100's peak throughput for 16-bit matrix products, in TFLOPs/s (10¹²
 #: FLOPs a second): "the A100 GPU has a max theoretical throughput of 312
 #: TFLOPs/s of FP16/BF16 matmul, but only 19.5 TFLOPs/s of non-matmul FP32"
 #: (Dao 2024, arXiv 2307.08691, Section 3.1).
-A100_MATMUL_TFLOPS = 312
+A100_MATMUL_TFLOPS = published.A100_MATMUL_TFLOPS
 #: The A100's peak for arithmetic other than matrix products, in TFLOPs/s, from
 #: the same sentence: "each non-matmul FLOP is 16x more expensive than a matmul
 #: FLOP".
-A100_NON_MATMUL_TFLOPS = 19.5
+A100_NON_MATMUL_TFLOPS = published.A100_NON_MATMUL_TFLOPS
 
 #: Share of the A100's theoretical maximum FLOPs/s that each version reaches,
 #: in per cent, as Dao (2024) reports it in the abstract of FlashAttention-2:
 #: FlashAttention is "reaching only 25-40% of the theoretical maximum
 #: FLOPs/s", FlashAttention-2 "reaching 50-73% of the theoretical maximum
 #: FLOPs/s on A100". Quoted, not computed.
-FLOPS_UTILISATION = {"flash": (25, 40), "flash2": (50, 73)}
+FLOPS_UTILISATION = published.FLOPS_UTILISATION
 
 #: How much lower the numerical error of FlashAttention-3's FP8 path is than a
 #: baseline FP8 attention's, as the abstract of Shah et al. (2024, arXiv
 #: 2407.08608) reports it: "FP8 FlashAttention-3 achieves 2.6x lower
 #: numerical error than a baseline FP8 attention", with block quantization
 #: and incoherent processing. Quoted, not computed.
-FA3_FP8_ERROR_REDUCTION = 2.6
+FA3_FP8_ERROR_REDUCTION = published.FA3_FP8_ERROR_REDUCTION
 
 #: The block sizes of FlashAttention-2's forward kernels on an A100, by head
 #: dimension: ``(B_r, B_c)``, queries by keys per thread block.
@@ -121,14 +122,7 @@ FA3_FP8_ERROR_REDUCTION = 2.6
 #: block is not larger: "Using block size (256 x 64) is 85% slower for
 #: seqlen=2k, because of register spilling". A head width is rounded up to
 #: the next key of this table (``static_switch.h``, ``HEADDIM_SWITCH``).
-FLASH2_A100_BLOCKS = {
-    32: (128, 128),
-    64: (128, 128),
-    96: (128, 64),
-    128: (128, 64),
-    192: (128, 64),
-    256: (128, 64),
-}
+FLASH2_A100_BLOCKS = published.FLASH2_A100_BLOCKS
 
 #: Figure 2 (left) of Dao et al. (2022), as printed in the NeurIPS 2022 version.
 #:
@@ -138,20 +132,12 @@ FLASH2_A100_BLOCKS = {
 #: factor, by its author's later account: see :data:`FIGURE_2_RECOUNT_GFLOPS`.
 #: arXiv's version 2 printed other traffic and runtimes for the figure:
 #: :data:`FIGURE_2_ARXIV_V2`.
-FIGURE_2 = {
-    "setting": {"seq_len": 1024, "head_dim": 64, "heads": 16, "batch": 64},
-    "standard": {"gflops": 66.6, "hbm_gb": 35.3, "runtime_ms": 35.1},
-    "flash": {"gflops": 75.2, "hbm_gb": 4.4, "runtime_ms": 11.7},
-}
+FIGURE_2 = published.FIGURE_2
 
 #: Figure 2 (left) as arXiv's version 2 (2205.14135v2, June 2022) printed it,
 #: for "GPT-2 medium" with the same sizes and no mask or dropout named: the
 #: same GFLOPs, other HBM traffic and runtimes. Quoted, not computed.
-FIGURE_2_ARXIV_V2 = {
-    "setting": FIGURE_2["setting"],
-    "standard": {"gflops": 66.6, "hbm_gb": 40.3, "runtime_ms": 41.7},
-    "flash": {"gflops": 75.2, "hbm_gb": 4.4, "runtime_ms": 7.3},
-}
+FIGURE_2_ARXIV_V2 = published.FIGURE_2_ARXIV_V2
 
 #: Tri Dao's recount of Figure 2's FLOPs, in GFLOPs, matrix products only.
 #:
@@ -162,7 +148,7 @@ FIGURE_2_ARXIV_V2 = {
 #: that for standard attention and 2.5x for FlashAttention, so "the left
 #: column FLOPs should be 825 GFLOPs and the right column should be 963
 #: GFLOPs". Quoted; :func:`figure_2_matmul_flops` recomputes them.
-FIGURE_2_RECOUNT_GFLOPS = {"standard": 825, "flash": 963}
+FIGURE_2_RECOUNT_GFLOPS = published.FIGURE_2_RECOUNT_GFLOPS
 
 #: The speedup that skipping fully masked blocks brings causal attention.
 #:
@@ -170,7 +156,7 @@ FIGURE_2_RECOUNT_GFLOPS = {"standard": 825, "flash": 963}
 #: reports it, "around 1.7-1.8× speedup compared to attention without the
 #: causal mask" (Dao 2024, Section 3.1.1, "Causal masking"). Quoted, not
 #: computed.
-CAUSAL_SKIP_SPEEDUP = (1.7, 1.8)
+CAUSAL_SKIP_SPEEDUP = published.CAUSAL_SKIP_SPEEDUP
 
 #: Matrix products in attention's forward pass, ``S = Q Kᵀ`` and ``O = P V``.
 FORWARD_MATMULS = 2
@@ -180,12 +166,12 @@ FORWARD_MATMULS = 2
 #: ``dQ = dS K`` and ``dK = dSᵀ Q`` (Dao 2024, Section 2.2); FlashAttention
 #: first recomputes ``S = Q Kᵀ``, "5 matmuls in the backward pass, due to
 #: recomputation" (Dao 2024, Section 4.1).
-BACKWARD_MATMULS = {"standard": 4, "flash": 5}
+BACKWARD_MATMULS = published.BACKWARD_MATMULS
 
 #: "FlashAttention is up to 20x more memory efficient than exact attention
 #: baselines" (Dao et al. 2022, Section 4.3, Figure 3 right: attention memory
 #: on one A100 with 40 GB of HBM, with dropout and a padding mask).
-PAPER_MAX_MEMORY_SAVING = 20
+PAPER_MAX_MEMORY_SAVING = published.PAPER_MAX_MEMORY_SAVING
 
 #: Memory savings of FlashAttention over PyTorch's standard attention by
 #: sequence length, from the memory benchmark of the flash-attention README
@@ -193,7 +179,7 @@ PAPER_MAX_MEMORY_SAVING = 20
 #: sentence the README has kept from May 2022 to release v2.8.3, with the same
 #: graph (assets/flashattn_memory.jpg, unchanged since commit 67c37795).
 #: Quoted, not computed.
-README_MEMORY_SAVINGS = {2048: 10, 4096: 20}
+README_MEMORY_SAVINGS = published.README_MEMORY_SAVINGS
 #: The benchmark setting that the README of May 2022 (commit dc6d1300) gives
 #: for its speedup graphs, "similar to BERT-base": batch size 8, head
 #: dimension 64, 12 attention heads, sequence lengths up to 4096 on an A100.
@@ -203,7 +189,7 @@ README_MEMORY_SAVINGS = {2048: 10, 4096: 20}
 #: speed benchmarks (head dimension 64 or 128, hidden dimension 2048, batch
 #: size 16k / seqlen). That this was also the memory graph's setting is an
 #: inference.
-README_SETTING = {"batch": 8, "head_dim": 64, "heads": 12}
+README_SETTING = published.README_SETTING
 
 
 def online_softmax_trace(scores, values, block_size):

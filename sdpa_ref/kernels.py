@@ -23,6 +23,7 @@ import math
 
 import numpy as np
 
+from . import published
 from .precision import to_bfloat16
 from .random_model import SEED
 from .testing import check_attention
@@ -156,11 +157,7 @@ FIXED_TOLERANCES = (1e-2, 1e-3)
 
 #: ``torch.testing.assert_close``'s default ``(rtol, atol)`` per dtype:
 #: ``_DTYPE_PRECISIONS`` in torch/testing/_comparison.py (torch 2.13.0).
-TORCH_ASSERT_CLOSE_DEFAULTS = {
-    "float16": (1e-3, 1e-5),
-    "bfloat16": (1.6e-2, 1e-5),
-    "float32": (1.3e-6, 1e-5),
-}
+TORCH_ASSERT_CLOSE_DEFAULTS = published.TORCH_ASSERT_CLOSE_DEFAULTS
 
 # (kernel, is it broken, precision, logit scale, causal). The queries are
 # multiplied by the logit scale. Small logits hide a wrong scale or a missing

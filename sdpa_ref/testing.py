@@ -44,6 +44,7 @@ from typing import Any, Literal, TypeVar, cast
 
 import numpy as np
 
+from . import published
 from ._arrays import PRECISIONS as _PRECISIONS
 from ._arrays import ArrayInput, Precision, as_array, source_precision
 from ._checks import real_array
@@ -114,7 +115,7 @@ UNIT_ROUNDOFF = {
 #: version of exp with ULP=20" (pytorch/pytorch,
 #: aten/src/ATen/cpu/vec/vec512/vec512_float.h at commit 0243643e, called from
 #: aten/src/ATen/native/cpu/FlashAttentionKernel.cpp at commit 008ec6b1).
-EXP_ULPS = 20
+EXP_ULPS = published.EXP_ULPS
 
 #: The fewest keys the bound lets a kernel put in one block of its online
 #: softmax. Each block after the first may move the row's running maximum,
@@ -127,7 +128,7 @@ MIN_KEY_BLOCK = 16
 
 #: FlashAttention adds this to each gradient's tolerance with soft-capping
 #: (hopper/test_flash_attn.py:343-348).
-SOFTCAP_GRAD_ATOL = 3e-4
+SOFTCAP_GRAD_ATOL = published.SOFTCAP_GRAD_ATOL
 
 #: Above this many bytes of float64 scores (n_q x n_k per head, all heads), the
 #: reference runs tiled, block by block, so its memory grows with n, not n².

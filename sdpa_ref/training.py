@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import published
 from ._checks import positive_int
 from .backward import attention_backward
 from .core import attention, softmax
@@ -101,7 +102,7 @@ SEEDS = (0, 1, 2)
 #: Adam steps per run.
 STEPS = 150
 #: Adam's fixed hyperparameters, Kingma and Ba's defaults, shared by every arm.
-ADAM = {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
+ADAM = published.ADAM
 #: The learned arrays, in the order the gradients are returned.
 PARAMETERS = ("key_embedding", "value_embedding", "w_q", "w_k", "w_v", "w_out")
 #: How :func:`predicted_grad_ratio` turns rows of scores into one number.

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import example as authored
+from . import published
 from ._checks import positive_int, real_array
 from .core import attention
 from .cost import kv_cache_bytes
-from .masks import MISTRAL_7B_KV
 from .random_model import SEED
 from .spread import entropy
 
@@ -46,32 +46,13 @@ __all__ = [
 #: - Falcon 7B: the configuration of tiiuae/falcon-7b on Hugging Face:
 #:   n_layer 32, n_head 71, hidden_size 4544 (heads of width 4544 / 71 = 64),
 #:   multi_query true.
-MODEL_SHAPES = {
-    "Llama 2 7B (multi-head)": {
-        "layers": 32,
-        "q_heads": 32,
-        "kv_heads": 32,
-        "head_dim": 128,
-    },
-    "Mistral 7B (grouped-query)": {
-        "layers": MISTRAL_7B_KV["layers"],
-        "q_heads": 32,
-        "kv_heads": MISTRAL_7B_KV["kv_heads"],
-        "head_dim": MISTRAL_7B_KV["head_dim"],
-    },
-    "Falcon 7B (multi-query)": {
-        "layers": 32,
-        "q_heads": 71,
-        "kv_heads": 1,
-        "head_dim": 64,
-    },
-}
+MODEL_SHAPES = published.MODEL_SHAPES
 
 #: Mistral 7B v0.1's sliding window W, ``window_size`` in Table 1 of Jiang et
 #: al. (2023): :data:`sdpa_ref.masks.MISTRAL_7B_KV`'s ``"window"``. Its
 #: rolling buffer cache keeps the keys and values of only this many
 #: positions, so past it the cache stops growing.
-MISTRAL_7B_WINDOW = MISTRAL_7B_KV["window"]
+MISTRAL_7B_WINDOW = published.MISTRAL_7B_WINDOW
 
 #: The fixed gain of the cosine form of QK-normalisation on this site. Henry
 #: et al. (2020) learn it, so a trained model would move it.

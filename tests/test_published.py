@@ -1,0 +1,117 @@
+"""One definition per fact: every published number lives in sdpa_ref.published.
+
+Each number the site quotes from outside the project (a paper, a model card, a
+GPU guide, another library's default) is defined once, in
+:mod:`sdpa_ref.published`, with the citation key(s) of its source in
+``SOURCES``; every other module takes it from there (issue 20).
+"""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from sdpa_ref import published
+
+ROOT = Path(__file__).parents[1]
+PACKAGE = ROOT / "sdpa_ref"
+DOCS = ROOT / "docs"
+BIBLIOGRAPHY = [DOCS / "references.bib", *(DOCS / "bib").glob("*.bib")]
+ENTRY = re.compile(r"^@\w+\s*\{\s*([^,\s]+)\s*,", re.M)
+
+
+def _constants():
+    return {
+        name
+        for name in vars(published)
+        if name.isupper() and not name.startswith("_") and name != "SOURCES"
+    }
+
+
+def _bib_keys():
+    return {key for path in BIBLIOGRAPHY for key in ENTRY.findall(path.read_text())}
+
+
+def test_every_constant_has_a_source_and_every_source_a_constant():
+    constants = _constants()
+    assert constants, "found no constants in sdpa_ref.published"
+    assert sorted(constants - set(published.SOURCES)) == [], "without a source"
+    assert sorted(set(published.SOURCES) - constants) == [], "without a constant"
+
+
+def test_all_lists_every_constant():
+    assert set(published.__all__) == _constants() | {"SOURCES"}
+
+
+def test_every_citation_key_is_in_the_bibliography():
+    keys = _bib_keys()
+    assert len(keys) > 20, "the bibliography scan found too few entries"
+    for name, cited in published.SOURCES.items():
+        assert isinstance(cited, tuple), f"{name}: keys must be a tuple"
+        assert cited, f"{name}: no citation key"
+        missing = sorted(set(cited) - keys)
+        assert not missing, f"{name} cites keys not in the bibliography: {missing}"
+
+
+def _assigned_names(node):
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    for target in targets:
+        for sub in ast.walk(target):
+            if isinstance(sub, ast.Name):
+                yield sub.id
+
+
+def _is_alias(value, name):
+    """``published.NAME``: the other module's name for the one definition."""
+    return (
+        isinstance(value, ast.Attribute)
+        and value.attr == name
+        and isinstance(value.value, ast.Name)
+        and value.value.id == "published"
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in PACKAGE.glob("*.py") if p.name != "published.py"),
+    ids=lambda p: p.name,
+)
+def test_no_other_module_defines_a_published_number(path):
+    """Outside published.py a published name is imported, or bound to
+    ``published.NAME`` where a module documents it under its old name (the
+    API pages render a constant from the ``#:`` comment beside its
+    assignment); a literal or a computation is a second definition."""
+    tree = ast.parse(path.read_text())
+    defined = [
+        f"line {node.lineno}: {name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign)
+        for name in _assigned_names(node)
+        if name in published.SOURCES
+        and not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and _is_alias(node.value, name)
+        )
+    ]
+    assert not defined, f"{path.name} defines published numbers: {defined}"
+
+
+def test_old_names_are_the_published_objects():
+    """The pages' names (sdpa_ref.flash.A100_HBM_GB, ...) are the same objects."""
+    import importlib
+
+    found = {}
+    for path in sorted(PACKAGE.glob("*.py")):
+        if path.name in {"published.py", "__init__.py"}:
+            continue
+        module = importlib.import_module(f"sdpa_ref.{path.stem}")
+        for name in published.SOURCES:
+            if name in vars(module):
+                assert getattr(module, name) is getattr(published, name), (
+                    f"sdpa_ref.{path.stem}.{name}"
+                )
+                found.setdefault(name, []).append(path.stem)
+    # Every published number is still reachable under a subject module's name.
+    assert set(found) == set(published.SOURCES)
