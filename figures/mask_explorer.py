@@ -59,11 +59,18 @@ TEXTS = {
     "refused": "sdpa_ref refuses these options: there is no mask to show or translate.",
     "flash_layout": (
         "q, k, v as (batch, seqlen, nheads, headdim); −1 is an unbounded side, "
-        "as attention_ref and FlashAttention-3 read window_size. "
-        "FlashAttention-2's kernel replaces a bound of n_k or more by −1, and "
-        "−1 by n_k when the other side is bounded, which can give another mask "
-        "when n_q ≥ n_k + 2."
+        "as attention_ref and FlashAttention-3 read window_size."
     ),
+    # FlashAttention-2's mha_fwd (csrc/flash_attn/flash_api.cpp at v2.8.3)
+    # sets a bound of seqlen_k or more to -1, then -1 to seqlen_k when the
+    # other side is bounded; the script shows this note only in the states
+    # where that gives another mask (its fa2 function).
+    "flash_fa2": (
+        "FlashAttention-2's kernel reads this window_size differently: it "
+        "replaces a bound of {n_k} or more by −1, and −1 by {n_k} when the other "
+        "side is bounded, and here that allows other pairs than the grid shows."
+    ),
+    "pairs": "Allowed pairs of {n_q} queries and {n_k} keys: ",
     "flash_chunk": (
         "attention_chunk is FlashAttention-3's; FlashAttention-2's flash_attn_func "
         "has none."

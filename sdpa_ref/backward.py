@@ -274,7 +274,7 @@ def gradients(  # noqa: PLR0917 (the forward's results, each by name)
     ``out`` and ``d_out`` in :class:`sdpa_ref.core.Problem`'s (..., heads,
     seqlen, dim) order; the gradients come back in the caller's layout (and
     packing). ``logits``, the dense forward's over all keys
-    (:func:`sdpa_ref.core.dense_forward_and_logits`), save computing them
+    (``sdpa_ref.core.dense_forward_and_logits``), save computing them
     again when there is one block, every row active and no score mod (which
     needs its inputs): the same numbers, one matrix product fewer.
     """

@@ -786,6 +786,64 @@ def random_problem(rng, precision):
     return tuple(a.astype(precision) for a in arrays), options
 
 
+#: Problem sizes, (keys, head width), at which :func:`bound_growth` judges
+#: the float32 kernels: the testing page's own and a longer, wider one.
+GROWTH_SIZES = ((64, 16), (1024, 64))
+
+
+def bound_growth(sizes=GROWTH_SIZES, logit_scale=0.01, *, seed=SEED):
+    """The float32 error bound as the problem grows, against two real bugs.
+
+    The bound sums worst cases over the keys and the head's width, so it
+    loosens as they grow. For each ``(keys, width)``: the correct blocked
+    kernel and the two bugs of the tolerance table that stay small at small
+    logits, judged by :func:`sdpa_ref.testing.check_attention`'s default
+    float32 rule on seeded inputs (:func:`demo_inputs`, 4 query heads),
+    and by FlashAttention's rule.
+
+    Returns
+    -------
+    list of dict
+        Per size and kernel: ``keys``, ``width``, ``kernel``, ``error``
+        (largest output error), ``bound`` (the bound at the worst element),
+        ``ratio`` and ``passed``, and ``flash_passed``: whether
+        FlashAttention's rule (``rule="flash"``) passes it.
+
+    Examples
+    --------
+    >>> rows = bound_growth(sizes=((64, 16),))
+    >>> [r["passed"] for r in rows]  # correct, wrong scale, no rescaling
+    [True, False, False]
+    """
+    kernels = {
+        "correct": online_softmax_kernel,
+        "wrong scale": wrong_scale_kernel,
+        "online softmax that forgets to rescale": forgot_rescale_kernel,
+    }
+    rows = []
+    for keys, width in sizes:
+        q, k, v = demo_inputs(
+            "float32", logit_scale, seed=seed, shape=(1, 4, keys, width)
+        )
+        for name, kernel in kernels.items():
+            out = kernel(q, k, v)
+            (check,) = check_attention(out, q, k, v)
+            (flash,) = check_attention(out, q, k, v, rule="flash")
+            rows.append(
+                {
+                    "keys": keys,
+                    "width": width,
+                    "kernel": name,
+                    "error": check.kernel_error,
+                    "bound": check.bound,
+                    "ratio": check.ratio,
+                    "passed": check.passed,
+                    "flash_passed": flash.passed,
+                }
+            )
+    return rows
+
+
 def rule_comparison(precisions=("float32", "float64"), problems=100, *, seed=SEED):
     """Correct blocked kernels judged by FlashAttention's rule and by the error bound.
 

@@ -278,3 +278,19 @@ def test_a_misspelt_option_gets_a_suggestion(fn):
         fn(q, q, k, v, is_casual=True)
     with pytest.raises(TypeError, match=r"flash_options\(causal=\.\.\.\)"):
         fn(q, q, k, v, causal=True)
+
+
+def test_the_float32_bound_loosens_as_the_problem_grows():
+    """The testing page: at its own size the float32 bound catches both
+    small-logit bugs; at 1,024 keys of width 64 it is over ten times looser
+    and lets both through, while FlashAttention's rule still fails them."""
+    rows = {(r["keys"], r["kernel"]): r for r in kernels.bound_growth()}
+    (small, _), (large, _) = kernels.GROWTH_SIZES
+    bugs = ("wrong scale", "online softmax that forgets to rescale")
+    assert rows[small, "correct"]["passed"]
+    assert rows[large, "correct"]["passed"]
+    for bug in bugs:
+        assert not rows[small, bug]["passed"]
+        assert rows[large, bug]["passed"]
+        assert not rows[large, bug]["flash_passed"]
+    assert rows[large, "correct"]["bound"] > 10 * rows[small, "correct"]["bound"]

@@ -70,13 +70,17 @@ class InstallNote(SphinxDirective):
         lead = nodes.paragraph()
         lead += nodes.Text("To use ")
         lead += nodes.literal(text="sdpa_ref")
-        lead += nodes.Text(
-            " yourself, install the version these pages were built from, "
-            f"{config.release}"
-        )
         if commit:
-            lead += nodes.Text(", commit ")
+            lead += nodes.Text(
+                " yourself, install the version these pages were built from, "
+                f"{config.release}, commit "
+            )
             lead += nodes.literal(text=commit[:12])
+        else:  # built from uncommitted changes: no commit holds these pages
+            lead += nodes.Text(
+                f" yourself (these pages show version {config.release}, built from "
+                "changes not yet committed), install it from its repository"
+            )
         lead += nodes.Text(", with pip (Python 3.11 or later; it needs only NumPy):")
         box += lead
         line = install_line(config.sdpa_package, repo, commit)

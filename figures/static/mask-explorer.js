@@ -1,18 +1,18 @@
-/* The mask explorer (figures/mask_explorer.py): sdpa_ref.mods' rules, cell by
-   cell, and sdpa_ref's checks, in its order; its messages come in the JSON. */
+/* The mask explorer: see figures/mask_explorer.py. */
 (() => {
   "use strict";
   const CELL = 18, PITCH = 20, LEFT = 28, TOP = 16, SCALE = 1.3;
   const py = (v) => (v === null ? "None" : String(v));
   const pyWindow = (w) => (w === null ? "None" : `(${py(w[0])}, ${py(w[1])})`);
   const args = (o) => o.map((x) => ", " + x).join("");
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
   const sizes = (t, s) => t.replace("{n_q}", s.n_q).replace(/\{n_k\}/g, s.n_k);
   const bounds = (s) => {
     const w = s.window || [null, null];
     return [w[0], s.is_causal ? 0 : w[1]]; // attention_ref: causal means right = 0
   };
 
-  // Options.__post_init__: the causal check comes before the sink check.
+  // sdpa_ref's order: the causal check, then sinks.
   function error(s, errors) {
     const [left, right] = s.window || [null, null];
     const fill = (t) => t.replace("{window}", pyWindow(s.window)).replace("{left}", py(left))
@@ -22,7 +22,7 @@
     return null;
   }
 
-  // sdpa_ref.mods: align_offset, then sliding_window and chunked, cell by cell.
+  // sdpa_ref.mods' rules, cell by cell.
   function grid(s, align = s.align) {
     const offset = align === "top_left" ? 0 : s.n_k - s.n_q, [left, right] = bounds(s);
     const c = s.chunk, rows = [];
@@ -48,21 +48,33 @@
     if (empty) o.push('empty_rows="zero"');
     return `sdpa_ref.attention(q, k, v${args(o)})`;
   }
+  // FlashAttention-2's kernel rewrites window_size (see mask_explorer.py).
+  function fa2(s, L, R) {
+    const n = s.n_k, f = (x) => (x === null || x >= n ? null : x), l = f(L), r = f(R);
+    const w = [l ?? (r === null ? null : n), r ?? (l === null ? null : n)];
+    return grid({ ...s, is_causal: false, chunk: null, window: w }, "bottom_right");
+  }
   function flashCall(s, allowed, T) {
     if (s.sink_tokens) return [null, T.flash_sink];
     const o = [], notes = [T.flash_layout], w = s.window, m = (x) => (x === null ? -1 : x);
-    // Bottom right; a top-left mask as a window shifted by n_k - n_q, if one can.
-    if (s.align === "top_left" && JSON.stringify(allowed) !== JSON.stringify(grid(s, "bottom_right"))) {
-      const d = s.n_k - s.n_q, [l, r] = bounds(s), L = l === null ? null : l + d, R = r === null ? null : r - d;
+    let [L, R] = bounds(s);
+    // Top left as a bottom-right window shifted by n_k - n_q, if one can.
+    if (s.align === "top_left" && !same(allowed, grid(s, "bottom_right"))) {
+      const d = s.n_k - s.n_q;
+      L = L === null ? null : L + d;
+      R = R === null ? null : R - d;
       if (s.chunk !== null || L < 0 || R < 0) return [null, T.flash_top_left];
-      return [`flash_attn_func(q, k, v, window_size=(${m(L)}, ${m(R)}))`, notes.concat(sizes(T.flash_shifted, s)).join(" ")];
+      o.push(`window_size=(${m(L)}, ${m(R)})`);
+      notes.push(sizes(T.flash_shifted, s));
+    } else {
+      if (s.is_causal) o.push("causal=True");
+      if (w && (w[0] !== null || w[1] !== null)) o.push(`window_size=(${w.map(m).join(", ")})`);
+      if (s.chunk !== null) {
+        o.push("attention_chunk=" + s.chunk);
+        notes.push(T.flash_chunk);
+      }
     }
-    if (s.is_causal) o.push("causal=True");
-    if (w && (w[0] !== null || w[1] !== null)) o.push(`window_size=(${w.map(m).join(", ")})`);
-    if (s.chunk !== null) {
-      o.push("attention_chunk=" + s.chunk);
-      notes.push(T.flash_chunk);
-    }
+    if (s.chunk === null && !same(fa2(s, L, R), allowed)) notes.push(sizes(T.flash_fa2, s));
     return [`flash_attn_func(q, k, v${args(o)})`, notes.join(" ")];
   }
   const shifted = (c) => (c === 0 ? "q_idx" : c > 0 ? "q_idx + " + c : "q_idx - " + -c);
@@ -81,7 +93,7 @@
     return ["def mask_mod(b, h, q_idx, kv_idx): return " + body, sizes(T.flex_use, s)];
   }
 
-  // A state in the fragment, or null: any other fragment is a section link.
+  // null for a section link.
   function readHash(limit) {
     const p = new URLSearchParams(location.hash.slice(1));
     if (!p.has("n_q") || !p.has("n_k")) return null;
@@ -108,7 +120,7 @@
     const form = $("form"), f = form.elements, limit = data.limit, svg = $(".me-grid"), status = $(".me-status");
     for (const k of ["sdpa", "flash", "flex"]) out[k] = [$(".me-" + k), $(`.me-${k}-note`)];
     let current = data.default, pending = null;
-    // Only what changed is touched: a full redraw can outlast a phone's frame.
+    // Touch only what changed: phones are slow.
     const put = (node, key, value) => { if (node[key] !== value) node[key] = value; };
 
     function readForm() {
@@ -123,7 +135,7 @@
         sink_tokens: num("sink_tokens", 0), chunk: f.chunk.value === "none" ? null : +f.chunk.value,
       };
     }
-    // The number a reader is typing is left alone until the change is done.
+    // Leave the number being typed alone.
     function writeForm(s, typing) {
       for (const k of ["n_q", "n_k", "sink_tokens"]) if (f[k] !== typing && String(s[k]) !== f[k].value) f[k].value = s[k];
       const w = s.window || [null, null], name = (x) => (x === null ? "none" : String(x));
@@ -140,7 +152,7 @@
       out[k][0].parentNode.classList.toggle("me-none", line === null);
       put(out[k][1], "textContent", note);
     }
-    // Every cell of the largest grid is drawn once; the viewBox shows n_q by n_k.
+    // Drawn once, at the largest size; viewBox crops.
     const parts = [];
     for (let j = 0; j < limit; j++) parts.push(`<text x="${LEFT + j * PITCH + CELL / 2}" y="11" text-anchor="middle">k${j}</text>`);
     for (let i = 0; i < limit; i++) {
@@ -172,7 +184,7 @@
         }
         text.push(`q${i} ${keys.join(" ") || "none"}`);
       }
-      const label = allowed ? `Allowed pairs of ${s.n_q} queries and ${s.n_k} keys: ${text.join("; ")}` : T.refused;
+      const label = allowed ? sizes(T.pairs, s) + text.join("; ") : T.refused;
       if (svg.getAttribute("aria-label") !== label) svg.setAttribute("aria-label", label);
     }
     let said = null;
@@ -207,7 +219,6 @@
       root.setAttribute("data-state", JSON.stringify(state));
     }
 
-    // Only a reader's change writes the URL, once per burst of changes.
     function changed(e) {
       show(readForm(), e.type === "input" ? e.target : null);
       pending = pending || setTimeout(() => {

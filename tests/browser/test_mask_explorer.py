@@ -62,6 +62,7 @@ DRIVE = """states => {
         return {
             state: JSON.parse(root.dataset.state),
             calls: [...root.querySelectorAll('.me-calls pre')].map(p => p.textContent),
+            flashNote: root.querySelector('.me-flash-note').textContent,
             status: root.querySelector('.me-status').textContent,
         };
     });
@@ -144,6 +145,37 @@ def run_flash_call(line, s):
     return eval(line, {"flash_attn_func": flash_attn_func, "q": q, "k": k, "v": v})
 
 
+def run_flash2_kernel(line, s):
+    """flash_attn_func's arguments as FlashAttention-2's kernel reads them.
+
+    csrc/flash_attn/flash_api.cpp (mha_fwd and set_params_fprop, v2.8.3): a
+    bound of seqlen_k or more becomes -1; one query drops causal; causal sets
+    the right bound to 0; then -1 becomes seqlen_k if the other side is
+    bounded. Written from the C++, not from the explorer's script.
+    """
+
+    def flash_attn_func(q, k, v, causal=False, window_size=(-1, -1)):
+        n_k = s["n_k"]
+        left, right = (-1 if x >= n_k else x for x in window_size)
+        if s["n_q"] == 1:
+            causal = False
+        if causal:
+            right = 0
+        if left < 0 <= right:
+            left = n_k
+        if right < 0 <= left:
+            right = n_k
+        return weights_mask(
+            sdpa_ref.attention, s, **flash_options(window_size=(left, right))
+        )
+
+    q, k, v = problem(s)
+    return eval(line, {"flash_attn_func": flash_attn_func, "q": q, "k": k, "v": v})
+
+
+FLASH2_NOTE = "FlashAttention-2's kernel reads this window_size differently"
+
+
 def run_mask_mod(line, s):
     namespace = {}
     exec(line, namespace)
@@ -215,7 +247,9 @@ def test_no_window_size_gives_a_top_left_mask_the_explorer_calls_untranslatable(
                     assert not np.array_equal(got, mask), (s, causal, left, right)
 
 
-def check_calls(s, mask, calls):
+def check_calls(s, mask, calls, flash_note=None):
+    """The three calls give the mask; the FlashAttention-2 note stands where
+    its kernel would give another one (and returns whether it does)."""
     sdpa, flash, flex = calls
     np.testing.assert_array_equal(run_sdpa_call(sdpa, s), mask, err_msg=sdpa)
     assert ("empty_rows=" in sdpa) == (not mask.any(axis=1).all()), sdpa
@@ -228,10 +262,15 @@ def check_calls(s, mask, calls):
     has_flash = s["sink_tokens"] == 0 and (
         np.array_equal(mask, bottom_right) or shifted_window(s) is not None
     )
+    flash2_differs = False
     if has_flash:
         np.testing.assert_array_equal(run_flash_call(flash, s), mask, err_msg=flash)
+        if s["chunk"] is None:
+            flash2_differs = not np.array_equal(run_flash2_kernel(flash, s), mask)
     else:
         assert flash == "—", (s, flash)
+    if flash_note is not None:
+        assert (FLASH2_NOTE in flash_note) == flash2_differs, (s, flash, flash_note)
     masked = (
         s["is_causal"]
         or s["chunk"] is not None
@@ -242,6 +281,7 @@ def check_calls(s, mask, calls):
     else:
         assert flex == "—", (s, flex)
         assert mask.all()
+    return flash2_differs
 
 
 # -- the page --------------------------------------------------------------------
@@ -285,7 +325,7 @@ def test_the_grid_and_calls_equal_sdpa_ref_on_random_states(open_page):
     results = []
     for start in range(0, len(states), 400):
         results += page.evaluate(DRIVE, states[start : start + 400])
-    valid = invalid = empty = 0
+    valid = invalid = empty = flash2 = 0
     for s, got in zip(states, results, strict=True):
         shown = got["state"]
         assert {k: shown[k] for k in s} == s
@@ -302,7 +342,7 @@ def test_the_grid_and_calls_equal_sdpa_ref_on_random_states(open_page):
         valid += 1
         assert "error" not in shown, s
         assert shown["allowed"] == mask.tolist(), s
-        check_calls(s, mask, got["calls"])
+        flash2 += check_calls(s, mask, got["calls"], got["flashNote"])
         rows = [f"q{i}" for i in np.flatnonzero(~mask.any(axis=1))]
         if rows:
             empty += 1
@@ -313,6 +353,7 @@ def test_the_grid_and_calls_equal_sdpa_ref_on_random_states(open_page):
     assert valid > 1000
     assert invalid > 300
     assert empty > 50
+    assert flash2 > 20  # states where FlashAttention-2's kernel differs
 
 
 def test_every_invalid_kind_shows_sdpa_refs_message(open_page):
@@ -530,3 +571,16 @@ def test_without_javascript_the_fallback_draws_both_alignments(open_page):
         expect(fallback.locator("figcaption").nth(i)).to_contain_text(
             f'align="{align}"'
         )
+
+
+def test_the_flash2_note_stands_where_its_kernel_reads_the_window_otherwise(open_page):
+    """Four queries, two keys, top-left causal: attention_ref reads
+    window_size=(-1, 2) as the grid (7 of 8 pairs); FlashAttention-2's kernel
+    turns the 2 into -1 and allows all 8."""
+    page = open_page(PAGE)
+    four_by_two = {**DEFAULT, "n_q": 4, "n_k": 2, "align": "top_left"}
+    four_by_two.update(is_causal=True, window=None, sink_tokens=0, chunk=None)
+    odd, usual = page.evaluate(DRIVE, [four_by_two, DEFAULT])
+    assert odd["calls"][1] == "flash_attn_func(q, k, v, window_size=(-1, 2))"
+    assert FLASH2_NOTE in odd["flashNote"]
+    assert FLASH2_NOTE not in usual["flashNote"]
