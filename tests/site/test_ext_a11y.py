@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "docs" / "_ext"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "docs" / "_ext"))
 import a11y
 from a11y import landmarks
 
@@ -41,7 +41,7 @@ def test_landmarks_turns_only_empty_header_cells_into_plain_cells():
 
 
 def test_landmarks_is_idempotent_on_a_built_page():
-    page = Path(__file__).parents[1] / "docs" / "_build" / "html" / "formula.html"
+    page = Path(__file__).parents[2] / "docs" / "_build" / "html" / "formula.html"
     if not page.exists():
         pytest.skip("the site is not built")
     text = page.read_text(encoding="utf-8")

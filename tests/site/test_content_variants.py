@@ -10,7 +10,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from figures import variants as variant_figures
 from sdpa_ref import example, variants
 
-DOCS = Path(__file__).parents[1] / "docs"
+DOCS = Path(__file__).parents[2] / "docs"
 COUNTS = [16, 64, 256, 1024, 4096, 16384]
 
 

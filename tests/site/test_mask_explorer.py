@@ -20,7 +20,7 @@ import sdpa_ref
 from figures import mask_explorer
 from sdpa_ref import mods
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 STATIC = ROOT / "figures" / "static"
 LIMIT = mask_explorer.LIMIT
 BOUNDS = [None, *range(LIMIT + 1)]

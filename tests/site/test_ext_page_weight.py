@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "docs" / "_ext"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "docs" / "_ext"))
 from page_weight import image_size, inline_styles, page_classes, sized_images
 
 

@@ -10,7 +10,7 @@ import sdpa_ref
 from figures import memory, tables
 from sdpa_ref import flash
 
-DOCS = Path(__file__).parents[1] / "docs"
+DOCS = Path(__file__).parents[2] / "docs"
 
 
 def simulate_algorithm_1(n, d, m):

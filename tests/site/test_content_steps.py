@@ -9,7 +9,7 @@ import pytest
 import sdpa_ref
 from sdpa_ref import example, masks, precision, steps
 
-DOCS = Path(__file__).parents[1] / "docs"
+DOCS = Path(__file__).parents[2] / "docs"
 
 
 def page(name):

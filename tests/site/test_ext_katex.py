@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "docs" / "_ext"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "docs" / "_ext"))
 import katex_prerender
 from katex_prerender import (
     KEEP_CLASSES,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pybtex.database import Entry, Person
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "docs" / "_ext"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "docs" / "_ext"))
 import citations
 from citations import _page_title, author_year, link_citations
 

@@ -9,7 +9,7 @@ import pytest
 import sdpa_ref
 from sdpa_ref import cost, flash
 
-DOCS = Path(__file__).parents[1] / "docs"
+DOCS = Path(__file__).parents[2] / "docs"
 
 
 def simulate_flash2_algorithm_1(n, d, block_rows, block_cols):

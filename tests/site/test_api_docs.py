@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-DOCS = Path(__file__).parents[1] / "docs"
+DOCS = Path(__file__).parents[2] / "docs"
 CODE = re.compile(r"```(?:\{code-cell\}[^\n]*|python)\n(.*?)```", re.S)
 
 

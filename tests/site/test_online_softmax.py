@@ -17,7 +17,7 @@ import sdpa_ref
 from figures import online_softmax
 from sdpa_ref import flash
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 SHAPE = flash.TRACE_SHAPE
 
 

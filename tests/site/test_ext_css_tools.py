@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "docs" / "_ext"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "docs" / "_ext"))
 from css_tools import (
     blocks,
     class_names,

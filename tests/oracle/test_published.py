@@ -14,7 +14,7 @@ import pytest
 
 from sdpa_ref import published
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 PACKAGE = ROOT / "sdpa_ref"
 DOCS = ROOT / "docs"
 BIBLIOGRAPHY = [DOCS / "references.bib", *(DOCS / "bib").glob("*.bib")]

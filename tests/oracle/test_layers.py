@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).parents[1] / "sdpa_ref"
+PACKAGE = Path(__file__).parents[2] / "sdpa_ref"
 FORBIDDEN = {"figures", "matplotlib", "IPython", "myst_nb", "sphinx", "scipy", "torch"}
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from docutils import nodes
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "docs" / "_ext"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "docs" / "_ext"))
 from exercises import exercise_number, name_answers
 
 

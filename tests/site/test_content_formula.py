@@ -11,7 +11,7 @@ from figures import formulas, tables
 from sdpa_ref import example
 from sdpa_ref.similarity import distance_decomposition
 
-DOCS = Path(__file__).parents[1] / "docs"
+DOCS = Path(__file__).parents[2] / "docs"
 RNG = np.random.default_rng(20260129)
 
 

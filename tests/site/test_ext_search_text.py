@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "docs" / "_ext"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "docs" / "_ext"))
 import search_text
 from search_text import math_words, search_words, typed_forms
 

@@ -10,7 +10,7 @@ import pybtex.database
 import pytest
 from pybtex.richtext import Text
 
-DOCS = Path(__file__).parents[1] / "docs"
+DOCS = Path(__file__).parents[2] / "docs"
 CITE = re.compile(r"\{cite:[a-z]+\}`([^`]+)`")
 
 
