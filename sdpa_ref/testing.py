@@ -726,6 +726,7 @@ class _Bounds:
     logit: Any  # L_i: error of one logit
     shift: Any  # S_i: largest |logit| of the row, sink included
     phi: Any  # Φ_i + ξ_i: perturbation of one term exp(s_ij - m)
+    terms: int = 0  # n_k + R: a running sum's additions and rescalings, plus one
     mod: _ModStats | None = None  # a user's score mod's sizes
     given: Any = None  # error of one score where a user's score mod takes it
 
@@ -768,9 +769,19 @@ def _row_bounds(p: Problem, u: float, lse: Any) -> _Bounds:
     phi = logit + (_gamma(3, u) + u) * 2 * size + (1 + rescalings) * ue
     # Split-KV: each split's lse carries its sum's and log's rounding into the
     # weight that combines it with the others.
-    split = _gamma(p.n_k + 2, u) + ue * (1 + log_n) + _gamma(3, u) * 2 * (size + log_n)
+    # A term of a running sum passes through at most n_k - 1 additions and R
+    # rescalings (each a product by a computed factor): n_k + R - 1 roundings.
+    terms = p.n_k + rescalings
+    split = _gamma(terms + 2, u) + ue * (1 + log_n) + _gamma(3, u) * 2 * (size + log_n)
     return _Bounds(
-        u=u, ue=ue, logit=logit, shift=size, phi=phi + split, mod=stats, given=given
+        u=u,
+        ue=ue,
+        logit=logit,
+        shift=size,
+        phi=phi + split,
+        terms=terms,
+        mod=stats,
+        given=given,
     )
 
 
@@ -778,7 +789,7 @@ def _lse_bound(p: Problem, rb: _Bounds, lse: Any) -> Any:
     finite = np.where(np.isfinite(lse), np.abs(lse), 0.0)
     return (
         rb.phi
-        + _gamma(2 * p.n_k + 4, rb.u)
+        + _gamma(2 * rb.terms + 4, rb.u)
         + rb.ue * math.log(p.n_k + 1)
         + _gamma(2, rb.u) * finite
     )
@@ -903,7 +914,7 @@ def _reference_and_bounds(  # noqa: PLR0915, PLR0917 (one derivation, step by st
     # and so is |O_ic|.
     spread = np.maximum(top, -bottom) * p.dropout_scale
     # The sums' rounding, γ (Σ_j Z_ij |v_jc| + |O_ic|) <= 2 γ spread_c.
-    summed = (total * 2 * _gamma(2 * p.n_k + 7, u)) * grow * spread
+    summed = (total * 2 * _gamma(2 * rb.terms + 7, u)) * grow * spread
     if centred:
         # The weights sum to 1, so their errors move O_ic by Σ_j ΔP_ij (v_jc -
         # O_ic), at most max_j |v_jc - O_ic| = |O_ic - mid_c| + half_c.
@@ -931,7 +942,7 @@ def _reference_and_bounds(  # noqa: PLR0915, PLR0917 (one derivation, step by st
     big_t = dp + np.abs(delta)  # ≥ |dP_ij - D_i|, so |dS_ij| <= P_ij T_i
     rho = np.maximum(
         np.expm1(rb.logit + lse_bound + _gamma(3, u) * (rb.shift + finite_lse) + ue),
-        np.expm1(2 * rb.phi + _gamma(2 * p.n_k + 5, u)),
+        np.expm1(2 * rb.phi + _gamma(2 * rb.terms + 5, u)),
     ) + _gamma(2, u)
     d_dp = _gamma(d_v + 2, u) * dp
     # Σ_c |dO_ic| x_ic <= ||dO_i|| ||x_i||, for the output's error and size.
@@ -987,7 +998,7 @@ def _reference_and_bounds(  # noqa: PLR0915, PLR0917 (one derivation, step by st
         )
         rho_s = np.maximum(
             np.expm1(lse_bound + _gamma(3, u) * (np.abs(sink) + finite_lse) + ue),
-            np.expm1(2 * rb.phi + _gamma(2 * p.n_k + 5, u)),
+            np.expm1(2 * rb.phi + _gamma(2 * rb.terms + 5, u)),
         )
         rows = weight * (rho_s * np.abs(delta) + (1 + rho_s) * d_delta)
         rows = rows + _gamma(lse.size // lse.shape[-2] + 2, u) * weight * (
