@@ -724,7 +724,7 @@ class _Bounds:
     u: float
     ue: float
     logit: Any  # L_i: error of one logit
-    shift: Any  # S_i: largest |logit| of the row, sink included
+    shift: Any  # S_i: Cauchy–Schwarz bound on the row's largest |logit|, sink too
     phi: Any  # Φ_i + ξ_i: perturbation of one term exp(s_ij - m)
     terms: int = 0  # n_k + R: a running sum's additions and rescalings, plus one
     mod: _ModStats | None = None  # a user's score mod's sizes
