@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-from katex_prerender import _MATHML_NS, short_class_names  # noqa: E402
+from katex_prerender import MATHML_NS, short_class_names  # noqa: E402
 
 _KS_RULE = re.compile(r"\.(ks\d+)\{([^}]*)\}")
 _KS_CLASS = re.compile(r'(<[a-z]+)([^<>]*?) class="([^"]*)"')
@@ -30,7 +30,7 @@ def gz(text: str) -> int:
 
 
 def with_xmlns(page: str) -> str:
-    return page.replace("<math", "<math" + _MATHML_NS)
+    return page.replace("<math", "<math" + MATHML_NS)
 
 
 def with_inline_styles(page: str) -> str:

@@ -726,7 +726,7 @@ class _Bounds:
     logit: Any  # L_i: error of one logit
     shift: Any  # S_i: Cauchy–Schwarz bound on the row's largest |logit|, sink too
     phi: Any  # Φ_i + ξ_i: perturbation of one term exp(s_ij - m)
-    terms: int = 0  # n_k + R: a running sum's additions and rescalings, plus one
+    terms: int  # n_k + R: a running sum's additions and rescalings, plus one
     mod: _ModStats | None = None  # a user's score mod's sizes
     given: Any = None  # error of one score where a user's score mod takes it
 

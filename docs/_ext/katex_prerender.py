@@ -138,7 +138,7 @@ def _html(translator, node, *, display: bool) -> str:
 #: KaTeX classes that keep their names: the site's CSS and scripts use them.
 KEEP_CLASSES = frozenset({"katex", "katex-display", "katex-html", "katex-mathml"})
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_MATHML_NS = ' xmlns="http://www.w3.org/1998/Math/MathML"'
+MATHML_NS = ' xmlns="http://www.w3.org/1998/Math/MathML"'
 _KATEX_CLASS = re.compile(r'(<[a-z]+) class="([^"]*)"')
 
 
@@ -179,7 +179,7 @@ def _compact(builder, text: str) -> str:
         ]
         return f'{match.group(1)} class="{" ".join(kept)}"' if kept else match.group(1)
 
-    return _KATEX_CLASS.sub(classes, text.replace(_MATHML_NS, ""))
+    return _KATEX_CLASS.sub(classes, text.replace(MATHML_NS, ""))
 
 
 _TAG = re.compile(r"<[a-zA-Z][^<>]*>")

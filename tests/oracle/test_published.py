@@ -115,3 +115,24 @@ def test_old_names_are_the_published_objects():
                 found.setdefault(name, []).append(path.stem)
     # Every published number is still reachable under a subject module's name.
     assert set(found) == set(published.SOURCES)
+
+
+def test_each_source_is_quoted_once_beside_its_documented_name():
+    """The ``#:`` comment that quotes a number's source stands in one place:
+    above ``NAME = published.NAME`` in the subject module whose API page
+    renders it, never again in published.py."""
+    own = (PACKAGE / "published.py").read_text().splitlines()
+    assert not [line for line in own if line.lstrip().startswith("#:")]
+    quoted = {name: [] for name in published.SOURCES}
+    for path in sorted(PACKAGE.glob("*.py")):
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            name = line.split(" = published.")[0]
+            if name not in quoted or line != f"{name} = published.{name}":
+                continue
+            above = i - 1  # a run of aliases may share one comment
+            while above >= 0 and " = published." in lines[above]:
+                above -= 1
+            if above >= 0 and lines[above].startswith("#:"):
+                quoted[name].append(path.stem)
+    assert {name: where for name, where in quoted.items() if len(where) != 1} == {}
