@@ -99,7 +99,10 @@ def setup(app):
     app.set_translator("html", AccessibleTranslator, override=True)
     # Containers are drawn by a handler that MyST-Parser registers on the
     # translator instance, so a subclass method would never run: wrap that
-    # handler instead, and leave every other container to it.
+    # handler instead. A table's wrapper is drawn by the handler too, and
+    # only its opening tag is then replaced, so that another extension's
+    # wrapper around the same handler (page_weight's <noscript>) holds in
+    # either order of registration.
     inner = app.registry.translation_handlers.get("html", {}).get("container")
     inner_visit, inner_depart = inner or (
         HTML5Translator.visit_container,
@@ -107,19 +110,22 @@ def setup(app):
     )
 
     def visit_container(self, node):
-        if "table-wrapper" in node["classes"]:
-            self.body.append(
-                self.starttag(
-                    node,
-                    "div",
-                    CLASS="docutils container",
-                    tabindex="0",
-                    role="group",
-                    **{"aria-label": "Table"},
-                )
-            )
-        else:
-            inner_visit(self, node)
+        start = len(self.body)
+        inner_visit(self, node)
+        if "table-wrapper" not in node["classes"]:
+            return
+        tag = self.starttag(
+            node,
+            "div",
+            CLASS="docutils container",
+            tabindex="0",
+            role="group",
+            **{"aria-label": "Table"},
+        )
+        opened = [
+            i for i in range(start, len(self.body)) if self.body[i].startswith("<div")
+        ]
+        self.body[opened[-1]] = tag
 
     app.add_node(nodes.container, override=True, html=(visit_container, inner_depart))
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -76,3 +76,42 @@ def test_a_toctree_caption_is_a_level_2_heading(built):
 def test_a_citation_is_a_list_item(built):
     assert '<div class="citation" id="ref" role="listitem">' in built
     assert "doc-biblioentry" not in built
+
+
+def _containers_page(root: Path, extensions: list[str]) -> str:
+    """The body of a page of containers, built with ``extensions`` in that order."""
+    from sphinx.application import Sphinx
+
+    root.mkdir()
+    (root / "conf.py").write_text(f"extensions = {extensions!r}\n")
+    (root / "index.rst").write_text(
+        "Home\n====\n\n"
+        ".. container:: table-wrapper\n\n   wrapped\n\n"
+        ".. container:: sdpa-widget-fallback\n\n   fallback\n\n"
+        ".. container:: table-wrapper figure-fallback\n\n   both\n\n"
+        ".. container:: plain\n\n   plain\n"
+    )
+    out = root / "_build"
+    app = Sphinx(root, root, out, out / ".doctrees", "html", status=io.StringIO(),
+                 warning=io.StringIO(), freshenv=True)  # fmt: skip
+    app.build()
+    page = (out / "index.html").read_text(encoding="utf-8")
+    return page[page.index('<section id="home">') : page.index("</section>")]
+
+
+@pytest.mark.parametrize("parser", [[], ["myst_parser"]], ids=["docutils", "myst"])
+def test_the_two_container_wrappers_give_one_page_in_either_order(tmp_path, parser):
+    # a11y and page_weight both wrap the container handler that they find;
+    # the site's page must not depend on which of them conf.py names first.
+    first = _containers_page(tmp_path / "a", [*parser, "a11y", "page_weight"])
+    second = _containers_page(tmp_path / "b", [*parser, "page_weight", "a11y"])
+    assert first == second
+    table = (
+        '<div aria-label="Table" class="table-wrapper{} docutils container" '
+        'role="group" tabindex="0">'
+    )
+    assert table.format("") + "\n<p>wrapped</p>\n</div>\n" in first
+    assert '<noscript><div class="sdpa-widget-fallback docutils container">' in first
+    both = table.format(" figure-fallback") + "\n<p>both</p>\n</div>\n"
+    assert "<noscript>" + both + "</noscript>" in first
+    assert '<div class="plain docutils container">\n<p>plain</p>\n</div>' in first
