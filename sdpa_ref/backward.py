@@ -365,7 +365,7 @@ def _through_score_mods(
             for key, value in shares(dscores, score, *grids).items():
                 arr = np.asarray(value, dtype=np.float64)
                 dparams[key] = arr if key not in dparams else dparams[key] + arr
-        derivative = score_mod_derivative(mod, score, grids, name)
+        derivative = score_mod_derivative(mod, score, grids, name, where=~zero)
         with np.errstate(invalid="ignore", over="ignore"):
             dscores = dscores * derivative
         dscores[zero] = 0.0

@@ -795,7 +795,12 @@ def relative_position_bias(table: Any) -> ScoreMod:
 
 
 def score_mod_derivative(
-    mod: ScoreMod, score: FloatArray, grids: Grids, name: str
+    mod: ScoreMod,
+    score: FloatArray,
+    grids: Grids,
+    name: str,
+    *,
+    where: BoolArray | None = None,
 ) -> FloatArray:
     """``d mod / d score`` on one block: the mod's own, or by complex steps.
 
@@ -807,6 +812,9 @@ def score_mod_derivative(
     to supply the derivative, when the mod cannot take complex scores, drops
     their imaginary part, changes their real part, or gives a derivative
     that central differences contradict (as ``np.abs(score)`` would).
+    ``where``, if given, marks the scores whose derivative is used (allowed,
+    with a nonzero gradient); only there may central differences refuse it,
+    so the zeros that pad a packed batch or fill a masked key never do.
 
     Examples
     --------
@@ -839,7 +847,7 @@ def score_mod_derivative(
     if not np.allclose(stepped.real[finite], value[finite], rtol=1e-12, atol=1e-300):
         raise _refusal(name, "its real part at complex scores differs from its value")
     derivative = np.where(finite, derivative, 0.0)
-    _check_against_differences(mod, score, grids, derivative, name)
+    _check_against_differences(mod, score, grids, derivative, name, where=where)
     result: FloatArray = derivative
     return result
 
@@ -864,6 +872,8 @@ def _check_against_differences(
     grids: Grids,
     derivative: FloatArray,
     name: str,
+    *,
+    where: BoolArray | None = None,
 ) -> None:
     """Refuse a complex-step derivative that central differences contradict.
 
@@ -878,6 +888,8 @@ def _check_against_differences(
         down = np.asarray(mod(score - step, *grids), dtype=np.float64)
         central = (up - down) / (2 * step)
     usable = np.isfinite(central) & np.isfinite(score)
+    if where is not None:
+        usable &= np.broadcast_to(where, usable.shape)
     error = np.abs(central - derivative)[usable]
     allowed = (1e-4 * (1.0 + np.abs(derivative)))[usable]
     if np.any(error > allowed):

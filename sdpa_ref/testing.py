@@ -441,8 +441,9 @@ def _naive_through_mods(
             d_raw = r(d_tanh.astype(acc) * (acc(1.0) - t * t))  # tanh_backward
             dscores = r(d_raw / p.softcap)
         else:
-            derivative = score_mod_derivative(mod, saved, grids, name)
-            dscores = r(np.where(dscores == 0, 0.0, dscores * derivative))
+            used = dscores != 0
+            derivative = score_mod_derivative(mod, saved, grids, name, where=used)
+            dscores = r(np.where(used, dscores * derivative, 0.0))
     return dscores
 
 
@@ -699,7 +700,9 @@ def _score_mod_stats(p: Problem) -> _ModStats | None:
         value = apply_score_mod(mod, given, block.grids, name)
         step = 1e-4 * (1.0 + np.abs(given))
         slopes = [
-            score_mod_derivative(mod, given + shift, block.grids, name)
+            score_mod_derivative(
+                mod, given + shift, block.grids, name, where=block.allowed
+            )
             for shift in (0.0, step, -step)
         ]
         keep = np.isfinite(value)

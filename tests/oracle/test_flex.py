@@ -355,6 +355,46 @@ def test_piecewise_mods_written_with_where_differentiate_by_complex_steps():
     np.testing.assert_allclose(g.dq, central(lambda x: loss(x, k, v), q), atol=1e-8)
 
 
+def test_a_kink_at_zero_is_refused_only_where_its_derivative_is_used():
+    """Zeros that pad a packed batch or fill a masked key sit on a leaky mod's
+    kink, where the complex step and a central difference disagree; the
+    backward must not refuse the mod for them, and must where an allowed
+    score with a gradient is exactly 0."""
+
+    def leaky(score, b, h, q_idx, kv_idx):
+        return np.where(score > 0, score, 0.1 * score)
+
+    def slope(score, b, h, q_idx, kv_idx):
+        return np.where(score > 0, 1.0, 0.1)
+
+    supplied = mods.with_derivative(leaky, slope)
+    rng = np.random.default_rng(SEED)
+    q, k, v = rng.standard_normal((3, 5, 2, 4))
+    d_out = rng.standard_normal((5, 2, 4))
+    packed = {"cu_seqlens_q": [0, 2, 5], "cu_seqlens_k": [0, 2, 5], "layout": "bshd"}
+    got = attention_backward(q, k, v, d_out, score_mod=leaky, **packed)
+    want = attention_backward(q, k, v, d_out, score_mod=supplied, **packed)
+    for name in ("dq", "dk", "dv"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+
+    # keys past each length are zeros, so their scores sit on the kink
+    q, k, v = rng.standard_normal((3, 2, 1, 4, 3))
+    k[0, :, 2:] = 0.0
+    d_out = np.ones_like(q)
+    out, lse = attention(q, k, v, k_lengths=[2, 4], score_mod=leaky, return_lse=True)
+    for backward in (
+        lambda mod: attention_backward(q, k, v, d_out, k_lengths=[2, 4], score_mod=mod),
+        lambda mod: tiled_attention_backward(
+            q, k, v, out, d_out, lse, k_lengths=[2, 4], score_mod=mod, block_size=2
+        ),
+    ):
+        np.testing.assert_array_equal(backward(leaky).dq, backward(supplied).dq)
+
+    k[1, :, 0] = 0.0  # an allowed key whose scores are exactly 0
+    with pytest.raises(TypeError, match="disagrees with a central difference"):
+        attention_backward(q, k, v, d_out, k_lengths=[2, 4], score_mod=leaky)
+
+
 @pytest.mark.parametrize(
     ("score_mod", "reason"),
     [
