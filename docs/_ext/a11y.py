@@ -20,7 +20,9 @@ actually scroll, and names a table after its caption.
 After the build, the page template's two ``<aside>`` landmarks get names
 (axe: landmark-unique); the icons above the article (the link to the page's
 source, the theme button) become a named navigation landmark, so no content
-sits outside one (axe: region); and an empty header cell (the corner of a
+sits outside one (axe: region); so does Furo's "Back to top" link, which
+shows once a reader scrolls back up, inside a navigation landmark of its
+own; and an empty header cell (the corner of a
 table whose rows are labelled) becomes a plain cell (axe: empty-table-header).
 """
 
@@ -66,11 +68,17 @@ _ICONS = '<div class="content-icon-container">'
 ICONS = (
     '<div class="content-icon-container" role="navigation" aria-label="Page source">'
 )
+_BACK = re.compile(
+    r'(?<!<nav class="sdpa-back-to-top" aria-label="Back to top">)'
+    r'(<a href="#" class="back-to-top muted-link">.*?</a>)',
+    re.S,
+)
+BACK = r'<nav class="sdpa-back-to-top" aria-label="Back to top">\1</nav>'
 _EMPTY_TH = re.compile(r'<th class="head([^"]*)">(?:<p></p>)?</th>')
 
 
 def landmarks(html: str) -> str:
-    """Named asides, and empty header cells as plain cells.
+    """Named asides and landmarks, and empty header cells as plain cells.
 
     >>> landmarks('<aside class="toc-drawer no-toc"><th class="head text-left"><p></p></th>')
     '<aside class="toc-drawer no-toc" id="sdpa-page-toc" aria-label="On this page"><td class="head text-left"></td>'
@@ -80,7 +88,7 @@ def landmarks(html: str) -> str:
         ident, name = ASIDES[match.group(2)]
         return f'<aside class="{match.group(1)}" id="{ident}" aria-label="{name}">'
 
-    html = _ASIDE.sub(aside, html).replace(_ICONS, ICONS)
+    html = _BACK.sub(BACK, _ASIDE.sub(aside, html).replace(_ICONS, ICONS))
     return _EMPTY_TH.sub(r'<td class="head\1"></td>', html)
 
 

@@ -77,7 +77,7 @@
   }
 
   // -- containers that scroll ------------------------------------------------
-  var SCROLLERS = "div.math, .table-wrapper, .sdpa-w-table";
+  var SCROLLERS = "div.math, .table-wrapper, .sdpa-w-table, .os-table";
 
   function scrollers() {
     var boxes = document.querySelectorAll(SCROLLERS);

@@ -189,9 +189,14 @@ def test_every_focus_stop_shows_a_ring_of_three_to_one(open_page, scheme, name, 
     assert not faint, f"{len(faint)} focus stops without a visible ring: {faint[:4]}"
 
 
-TAB_STOPS = """() => [
-    ...document.querySelectorAll('div.math, .table-wrapper, .sdpa-w-table')
-].map(el => ({
+# The containers that may scroll, and anything else made a tab stop that is
+# not a control: a box with a fixed tabindex that never scrolls is a stop
+# for nothing.
+TAB_STOPS = """() => [...new Set([
+    ...document.querySelectorAll('div.math, .table-wrapper, .sdpa-w-table'),
+    ...document.querySelectorAll(
+        '[tabindex]:not([tabindex^="-"], a, button, input, select, textarea, summary)'),
+])].filter(el => !el.closest('noscript')).map(el => ({
         what: el.className,
         stop: el.tabIndex >= 0 && el.hasAttribute('tabindex'),
         scrolls: el.scrollWidth > el.clientWidth + 1

@@ -237,6 +237,27 @@ def test_no_accessibility_violations(site, open_page, scheme, width):
     assert not found, "\n".join(found)
 
 
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_back_to_top_link_sits_in_a_landmark_once_it_shows(open_page, width):
+    # Furo shows the link only after a reader scrolls back up, a state the
+    # scan at load above never sees.
+    page = open_page("flash.html", width=width)
+    page.wait_for_load_state("load")
+    page.mouse.wheel(0, 3000)
+    page.wait_for_timeout(300)
+    page.mouse.wheel(0, -400)
+    link = page.locator(".back-to-top")
+    link.wait_for(state="visible")
+    results = Axe().run(page, options=AXE_OPTIONS)
+    found = [
+        (v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])
+        for v in results.response["violations"]
+        if v["impact"] in FAILING or v["id"] in ALWAYS
+    ]
+    assert not found
+    page.context.close()
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_widget_graphics_contrast_in_both_themes(open_page, scheme):
     page = open_page(color_scheme=scheme)

@@ -31,6 +31,14 @@ def test_landmarks_names_both_asides_and_the_icon_bar():
     )
 
 
+def test_landmarks_puts_the_back_to_top_link_in_a_named_landmark_once():
+    link = '<a href="#" class="back-to-top muted-link"><span>Back to top</span></a>'
+    once = landmarks("<div>" + link + "</div>")
+    nav = '<nav class="sdpa-back-to-top" aria-label="Back to top">'
+    assert once == "<div>" + nav + link + "</nav></div>"
+    assert landmarks(once) == once
+
+
 def test_landmarks_turns_only_empty_header_cells_into_plain_cells():
     html = (
         '<th class="head"></th><th class="head s"><p></p></th><th class="head">q</th>'
