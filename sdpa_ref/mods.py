@@ -442,7 +442,11 @@ def document(document_ids: Any, mask_mod: MaskMod | None = None) -> MaskMod:
     FlexAttention's documented ``document_causal`` mask. With ``mask_mod``
     (say :func:`causal`), it applies within each document, on positions
     counted from the document's start, as attention-gym's
-    ``generate_doc_mask_mod`` does. A document is a run of equal ids.
+    ``generate_doc_mask_mod`` does. A document is a run of equal ids, and
+    an id may not come back after another: with ``[0, 0, 1, 0]`` a causal
+    mask inside "document 0" would have to choose between the positions of
+    the two runs, and one choice lets a query see a later key. Such ids
+    raise a ``ValueError``; give each run its own id.
 
     Examples
     --------
@@ -464,6 +468,21 @@ def document(document_ids: Any, mask_mod: MaskMod | None = None) -> MaskMod:
     positions = np.arange(ids.shape[-1])
     starts_here = np.ones(ids.shape, dtype=bool)
     starts_here[..., 1:] = ids[..., 1:] != ids[..., :-1]
+    rows = ids.reshape(1 if ids.ndim == 1 else ids.shape[0], ids.shape[-1])
+    row_starts = starts_here.reshape(rows.shape)
+    for row in range(rows.shape[0]):
+        row_ids = rows[row]
+        firsts = row_ids[row_starts[row]]
+        seen, counts = np.unique(firsts, return_counts=True)
+        if np.any(counts > 1):
+            again = seen[counts > 1][0]
+            where = np.flatnonzero(row_starts[row] & (row_ids == again)).tolist()
+            entry = f" in batch entry {row}" if ids.ndim == 2 else ""
+            raise ValueError(
+                f"document_ids{entry} give id {again} to separate runs of tokens, "
+                f"starting at positions {where} (shape {ids.shape}); a document "
+                f"must be one run of consecutive tokens: give each run its own id"
+            )
     start = np.maximum.accumulate(np.where(starts_here, positions, 0), axis=-1)
     logical = positions - start
 
@@ -879,19 +898,25 @@ def _check_against_differences(
 
     Non-analytic NumPy functions take complex input without complaint and
     give a wrong derivative (``np.abs`` gives 0); a central difference with
-    step 1e-6 · max(1, |s|) is accurate to about 1e-7 here, and a wrong
-    derivative is off by order 1.
+    step 1e-6 · max(1, |s|) is accurate to about 1e-7 here, plus the
+    rounding of the mod's values over the step, and a wrong derivative is off
+    by order 1.
     """
     step = 1e-6 * np.maximum(1.0, np.abs(np.where(np.isfinite(score), score, 0.0)))
     with np.errstate(all="ignore"):
         up = np.asarray(mod(score + step, *grids), dtype=np.float64)
         down = np.asarray(mod(score - step, *grids), dtype=np.float64)
         central = (up - down) / (2 * step)
+        # The difference of two rounded values, divided by the step: a mod
+        # whose values are large next to its slope (score + 1e8) leaves the
+        # central difference this much rounding error, which no derivative
+        # should be refused for.
+        noise = 4 * np.finfo(np.float64).eps * np.maximum(abs(up), abs(down)) / step
     usable = np.isfinite(central) & np.isfinite(score)
     if where is not None:
         usable &= np.broadcast_to(where, usable.shape)
     error = np.abs(central - derivative)[usable]
-    allowed = (1e-4 * (1.0 + np.abs(derivative)))[usable]
+    allowed = (1e-4 * (1.0 + np.abs(derivative)) + noise)[usable]
     if np.any(error > allowed):
         worst = int(np.argmax(error - allowed))
         raise _refusal(

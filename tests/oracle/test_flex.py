@@ -61,7 +61,7 @@ def test_ready_mask_mods_match_their_definitions(n_q, n_k):
 
 
 def test_document_mask_mod_counts_positions_from_each_document():
-    ids = np.array([4, 4, 7, 7, 7, 4])  # a run of 4s, of 7s, then 4 again
+    ids = np.array([4, 4, 7, 7, 7, 9])  # runs of 4s and 7s, then a 9
     seen = {}
 
     def inner(b, h, q_idx, kv_idx):
@@ -70,9 +70,25 @@ def test_document_mask_mod_counts_positions_from_each_document():
 
     mask = mask_of(mods.document(ids, inner), 6, 6)
     assert seen["q"] == [0, 1, 0, 1, 2, 0]
-    # Equal ids are one document, even across runs, as FlexAttention compares ids.
-    assert mask[5, 0]
-    assert not mask[5, 2]
+    np.testing.assert_array_equal(mask, ids[:, None] == ids[None, :])
+
+
+@pytest.mark.parametrize(
+    ("ids", "match"),
+    [
+        (
+            [0, 0, 1, 0, 1],
+            r"give id 0 to separate runs of tokens, starting at "
+            r"positions \[0, 3\] \(shape \(5,\)\)",
+        ),
+        ([[0, 0, 1, 1], [2, 3, 3, 2]], r"document_ids in batch entry 1 give id 2"),
+    ],
+)
+def test_an_id_that_comes_back_after_another_is_refused(ids, match):
+    # With causal positions counted from each run's start, query 0 of
+    # [0, 0, 1, 0, 1] would see key 3, a later token of "its" document.
+    with pytest.raises(ValueError, match=match):
+        mods.document(np.array(ids), mods.causal())
 
 
 def test_and_or_masks_combine_as_flexattention():
@@ -353,6 +369,19 @@ def test_piecewise_mods_written_with_where_differentiate_by_complex_steps():
     g = attention_backward(q, k, v, dO, score_mod=leaky)
     loss = loss_of(dO, score_mod=leaky)
     np.testing.assert_allclose(g.dq, central(lambda x: loss(x, k, v), q), atol=1e-8)
+
+
+def test_a_smooth_mod_with_large_values_is_not_refused(qkv):
+    # score + 1e8 rounds its values to 1e8 * eps = 1.5e-8 over a step of
+    # 1e-6: the central difference is off by about 0.01, the complex step
+    # is exact, and the mod is analytic.
+    q, k, v = qkv
+    d_out = np.ones_like(q)
+    shifted = attention_backward(
+        q, k, v, d_out, score_mod=lambda s, b, h, i, j: s + 1e8
+    )
+    plain = attention_backward(q, k, v, d_out)
+    np.testing.assert_allclose(shifted.dq, plain.dq, atol=1e-6)
 
 
 def test_a_kink_at_zero_is_refused_only_where_its_derivative_is_used():
