@@ -358,7 +358,8 @@ OPTION_NAMES = (
     ),
     (
         "log-sum-exp of a row with no allowed key: −∞",
-        "+∞ in FlashAttention-2 (−∞ when it splits the keys), −∞ in FlashAttention-3",
+        "+∞ in FlashAttention-2, split or not (each split writes −∞ only to its own "
+        "buffer), −∞ in FlashAttention-3",
         "SDPA returns none",
     ),
 )
