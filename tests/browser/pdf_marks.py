@@ -33,8 +33,14 @@ def _pages(pdf: bytes) -> list[tuple[float, str]]:
         stream = b""
         for n in re.findall(rb"(\d+) 0 R", contents):
             body = objects[int(n)]
-            raw = re.search(rb"stream\r?\n(.*?)\r?\nendstream", body, re.S).group(1)
-            stream += zlib.decompress(raw) if b"FlateDecode" in body else raw
+            raw = re.search(rb"stream\r?\n(.*?)endstream", body, re.S).group(1)
+            if b"FlateDecode" in body:
+                # The end-of-line before "endstream" is not data, but the
+                # compressed bytes may themselves end in \r or \n: let zlib
+                # find where its stream ends and leave the rest.
+                stream += zlib.decompressobj().decompress(raw)
+            else:
+                stream += re.sub(rb"\r?\n\Z", b"", raw)
         pages.append((float(box.group(1)), stream.decode("latin-1")))
     return pages
 
