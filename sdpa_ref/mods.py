@@ -911,7 +911,9 @@ def _check_against_differences(
         # whose values are large next to its slope (score + 1e8) leaves the
         # central difference this much rounding error, which no derivative
         # should be refused for.
-        noise = 4 * np.finfo(np.float64).eps * np.maximum(abs(up), abs(down)) / step
+        noise = (
+            4 * np.finfo(np.float64).eps * np.maximum(np.abs(up), np.abs(down)) / step
+        )
     usable = np.isfinite(central) & np.isfinite(score)
     if where is not None:
         usable &= np.broadcast_to(where, usable.shape)

@@ -217,6 +217,16 @@ def test_every_svg_figure_is_small(site):
     assert not heavy, heavy
 
 
+def axe_failures(axe, page) -> list[tuple[str, str, list]]:
+    """(rule, impact, first targets) of each violation the site must never have."""
+    results = axe.run(page, options=AXE_OPTIONS)
+    return [
+        (v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])
+        for v in results.response["violations"]
+        if v["impact"] in FAILING or v["id"] in ALWAYS
+    ]
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width", [390, 1280])
 def test_no_accessibility_violations(site, open_page, scheme, width):
@@ -225,14 +235,8 @@ def test_no_accessibility_violations(site, open_page, scheme, width):
     for name in pages(site):
         page = open_page(name, color_scheme=scheme, width=width)
         page.wait_for_load_state("load")
-        results = axe.run(page, options=AXE_OPTIONS)
-        for violation in results.response["violations"]:
-            rule, impact = violation["id"], violation["impact"]
-            if impact in FAILING or rule in ALWAYS:
-                targets = [n["target"] for n in violation["nodes"]][:3]
-                found.append(
-                    f"{name} [{scheme}, {width}px]: {rule} ({impact}): {targets}"
-                )
+        for rule, impact, targets in axe_failures(axe, page):
+            found.append(f"{name} [{scheme}, {width}px]: {rule} ({impact}): {targets}")
         page.context.close()
     assert not found, "\n".join(found)
 
@@ -248,13 +252,7 @@ def test_the_back_to_top_link_sits_in_a_landmark_once_it_shows(open_page, width)
     page.mouse.wheel(0, -400)
     link = page.locator(".back-to-top")
     link.wait_for(state="visible")
-    results = Axe().run(page, options=AXE_OPTIONS)
-    found = [
-        (v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])
-        for v in results.response["violations"]
-        if v["impact"] in FAILING or v["id"] in ALWAYS
-    ]
-    assert not found
+    assert not axe_failures(Axe(), page)
     page.context.close()
 
 

@@ -57,23 +57,32 @@ def test_landmarks_is_idempotent_on_a_built_page():
     assert landmarks(text) == text
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """A two-page Sphinx project built with the extension alone."""
+def _build(root: Path, extensions: list[str], pages: dict[str, str]) -> str:
+    """index.html of a Sphinx project of ``pages``, built with ``extensions``."""
     from sphinx.application import Sphinx
 
-    src = tmp_path_factory.mktemp("a11y")
-    (src / "conf.py").write_text('extensions = ["a11y"]\n')
-    (src / "index.rst").write_text(
-        "Home\n====\n\n.. toctree::\n   :caption: Chapters\n\n   other\n\n"
-        "See [Ref]_.\n\n.. [Ref] A cited work.\n"
-    )
-    (src / "other.rst").write_text("Other\n=====\n\nText.\n")
-    out = src / "_build"
-    app = Sphinx(src, src, out, out / ".doctrees", "html", status=io.StringIO(),
+    root.mkdir(exist_ok=True)
+    (root / "conf.py").write_text(f"extensions = {extensions!r}\n")
+    for name, text in pages.items():
+        (root / f"{name}.rst").write_text(text)
+    out = root / "_build"
+    app = Sphinx(root, root, out, out / ".doctrees", "html", status=io.StringIO(),
                  warning=io.StringIO(), freshenv=True)  # fmt: skip
     app.build()
     return (out / "index.html").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A two-page Sphinx project built with the extension alone."""
+    index = (
+        "Home\n====\n\n.. toctree::\n   :caption: Chapters\n\n   other\n\n"
+        "See [Ref]_.\n\n.. [Ref] A cited work.\n"
+    )
+    other = "Other\n=====\n\nText.\n"
+    return _build(
+        tmp_path_factory.mktemp("a11y"), ["a11y"], {"index": index, "other": other}
+    )
 
 
 def test_a_toctree_caption_is_a_level_2_heading(built):
@@ -88,22 +97,14 @@ def test_a_citation_is_a_list_item(built):
 
 def _containers_page(root: Path, extensions: list[str]) -> str:
     """The body of a page of containers, built with ``extensions`` in that order."""
-    from sphinx.application import Sphinx
-
-    root.mkdir()
-    (root / "conf.py").write_text(f"extensions = {extensions!r}\n")
-    (root / "index.rst").write_text(
+    index = (
         "Home\n====\n\n"
         ".. container:: table-wrapper\n\n   wrapped\n\n"
         ".. container:: sdpa-widget-fallback\n\n   fallback\n\n"
         ".. container:: table-wrapper figure-fallback\n\n   both\n\n"
         ".. container:: plain\n\n   plain\n"
     )
-    out = root / "_build"
-    app = Sphinx(root, root, out, out / ".doctrees", "html", status=io.StringIO(),
-                 warning=io.StringIO(), freshenv=True)  # fmt: skip
-    app.build()
-    page = (out / "index.html").read_text(encoding="utf-8")
+    page = _build(root, extensions, {"index": index})
     return page[page.index('<section id="home">') : page.index("</section>")]
 
 
