@@ -14,17 +14,19 @@ go to float64.
 from __future__ import annotations
 
 import sys
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "FORMATS",
     "LAYOUTS",
     "PRECISIONS",
     "ArrayInput",
     "BoolArray",
     "FloatArray",
+    "Format",
     "IntArray",
     "Precision",
     "as_array",
@@ -33,8 +35,28 @@ __all__ = [
     "to_layout",
 ]
 
+
+class Format(NamedTuple):
+    """A binary floating-point format: what rounding to it can do."""
+
+    #: Significant bits ``p``: the stored fraction bits plus the implicit 1.
+    bits: int
+    #: The exponent of its smallest normal number, ``2**min_exponent``.
+    min_exponent: int
+
+
+#: The one registry of the precisions sdpa_ref knows, narrowest first: every
+#: unit roundoff, ulp and smallest normal number derives from it. bfloat16 is
+#: float32 with 16 fraction bits cut, so it keeps float32's exponents.
+FORMATS = {
+    "float16": Format(bits=11, min_exponent=-14),
+    "bfloat16": Format(bits=8, min_exponent=-126),
+    "float32": Format(bits=24, min_exponent=-126),
+    "float64": Format(bits=53, min_exponent=-1022),
+}
+
 #: The precisions an input's dtype can name, narrowest first.
-PRECISIONS = ("float16", "bfloat16", "float32", "float64")
+PRECISIONS = tuple(FORMATS)
 
 #: The two layouts of q, k and v, heads before or after the sequence axis.
 LAYOUTS = ("bhsd", "bshd")

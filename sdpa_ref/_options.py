@@ -1,14 +1,17 @@
 """Attention's options, defined once and checked once.
 
-:class:`Options` is the one definition of what each option may be. The
-public functions (dense and tiled, forward and backward, and the testing
-helpers) list the same options as keyword-only parameters, so that an IDE
-shows them and a typo fails at once, and hand them here. Checks that need
-the inputs' shapes (does the mask broadcast to the scores?) happen when the
+:class:`Options` is the one definition of what each option may be, with its
+default. The public functions (dense and tiled, forward and backward, the KV
+cache and the testing helpers) take them as ``**options`` typed by
+:class:`OptionKeywords` (or :class:`CacheOptionKeywords`), so a type checker
+knows each name and type, and :func:`check_keywords` spells them out as
+keyword-only parameters in the signature that ``help()``, an IDE's
+:func:`inspect.signature` and the API pages show. Checks that need the
+inputs' shapes (does the mask broadcast to the scores?) happen when the
 options meet q, k and v, in :func:`sdpa_ref.core.prepare`.
 
-:func:`check_keywords` turns Python's "unexpected keyword argument" into a
-message that names the option meant: the closest spelling, or for
+:func:`check_keywords` also turns Python's "unexpected keyword argument"
+into a message that names the option meant: the closest spelling, or for
 FlashAttention's and PyTorch's names the sdpa_ref one and
 ``sdpa_ref.testing.flash_options``.
 """
@@ -20,7 +23,7 @@ import functools
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Literal, TypeAlias, TypeVar, cast
+from typing import Any, Literal, TypeAlias, TypedDict, TypeVar, cast, get_args
 
 import numpy as np
 
@@ -43,12 +46,15 @@ __all__ = [
     "FOREIGN_NAMES",
     "OPTION_NAMES",
     "Align",
+    "CacheOptionKeywords",
     "EmptyRows",
     "Layout",
+    "OptionKeywords",
     "Options",
     "Window",
     "check_keywords",
     "unknown_keyword_error",
+    "with_signature",
 ]
 
 EmptyRows: TypeAlias = Literal["raise", "zero", "nan"]
@@ -224,25 +230,6 @@ class Options:
             )
         self._set("dropout_mask", keep)
 
-    @classmethod
-    def from_locals(
-        cls, names: Mapping[str, Any], *, exclude: tuple[str, ...] = ()
-    ) -> Options:
-        """The options among a public function's parameters, by name.
-
-        Every public function spells its options out as keyword-only
-        parameters, so that an IDE shows them; it passes ``locals()`` here,
-        before assigning anything else, instead of naming each one again.
-        ``exclude`` leaves out a parameter that the function handles itself.
-        """
-        return cls(
-            **{
-                name: names[name]
-                for name in OPTION_NAMES
-                if name in names and name not in exclude
-            }
-        )
-
     def __repr__(self) -> str:
         """Only the options that differ from the defaults."""
         changed = [
@@ -300,6 +287,43 @@ def _short(value: object) -> str:
     if isinstance(value, np.ndarray):
         return f"<array {value.dtype} {value.shape}>"
     return repr(value)
+
+
+class CacheOptionKeywords(TypedDict, total=False):
+    """The options :func:`sdpa_ref.attention_with_kvcache` takes, as keywords.
+
+    What a type checker knows of a public function's ``**options``; the
+    defaults and the checks are :class:`Options`'. A cache has its own
+    lengths, so the padding, packing and dropout options are not here.
+    """
+
+    mask: ArrayInput | None
+    mask_mod: MaskMod | None
+    score_mod: ScoreMod | None
+    is_causal: bool
+    scale: float | None
+    empty_rows: EmptyRows
+    check_finite: bool
+    align: Align
+    window: Window | None
+    sink_tokens: int
+    chunk: int | None
+    softcap: float | None
+    sink_logits: ArrayInput | None
+    key_leftpad: ArrayInput | None
+    layout: Layout
+
+
+class OptionKeywords(CacheOptionKeywords, total=False):
+    """Every option of :class:`Options`, as keywords (``**options``)."""
+
+    q_lengths: ArrayInput | None
+    k_lengths: ArrayInput | None
+    cu_seqlens_q: ArrayInput | None
+    cu_seqlens_k: ArrayInput | None
+    seqused_k: ArrayInput | None
+    dropout_mask: ArrayInput | None
+    dropout_p: float
 
 
 #: The options' names, in the order the public signatures list them.
@@ -422,37 +446,119 @@ def unknown_keyword_error(
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def check_keywords(func: F) -> F:
-    """Decorate a public function so an unknown keyword names the option meant.
+def check_keywords(**defaults: object) -> Callable[[F], F]:
+    """Decorate a public function: its options listed, an unknown keyword named.
 
-    The signature stays the function's own (``functools.wraps`` keeps
-    ``__wrapped__``, which :func:`inspect.signature` follows).
+    A public function takes its own parameters and then ``**options:
+    Unpack[OptionKeywords]`` (or :class:`CacheOptionKeywords`). Its signature,
+    as :func:`inspect.signature`, ``help()`` and the API pages show it, lists
+    each of those options as a keyword-only parameter with :class:`Options`'
+    default, after the function's own parameters and before its ``return_*``
+    flags. ``defaults`` changes an option's default for this function, and
+    the call passes it on when the caller does not. A keyword that the
+    function does not take raises a TypeError that names the option meant:
+    the closest spelling, or for FlashAttention's and PyTorch's names the
+    sdpa_ref one. The wrapper hides itself from pytest's tracebacks.
 
     Examples
     --------
-    >>> @check_keywords
-    ... def f(*, scale=None):
-    ...     return scale
-    >>> f(scael=2)
+    >>> @check_keywords(empty_rows="zero")
+    ... def f(q, *, return_lse=False, **options: Unpack[OptionKeywords]):
+    ...     return options
+    >>> print(inspect.signature(f))  # doctest: +ELLIPSIS
+    (q, *, mask: 'ArrayInput | None' = None, ..., empty_rows: 'EmptyRows' = 'zero', \
+..., layout: 'Layout' = 'bhsd', return_lse=False)
+    >>> f(1, scale=0.5)
+    {'empty_rows': 'zero', 'scale': 0.5}
+    >>> f(1, scael=2)
     Traceback (most recent call last):
       ...
     TypeError: f() got an unexpected keyword argument 'scael'; did you mean 'scale'?
     """
-    parameters = inspect.signature(func).parameters
+
+    def decorate(func: F) -> F:
+        signature = _with_options(inspect.signature(func), defaults, func.__name__)
+        return with_signature(signature, defaults)(func)
+
+    return decorate
+
+
+def with_signature(
+    signature: inspect.Signature, defaults: Mapping[str, object] | None = None
+) -> Callable[[F], F]:
+    """Decorate a function to take the keywords of ``signature``, and show it.
+
+    What :func:`check_keywords` does once it has spelt out the options: an
+    unknown keyword names the one meant, ``defaults`` fill the keywords the
+    caller leaves out, and :func:`inspect.signature` gives ``signature``.
+    """
+    parameters = signature.parameters
     known = [
         name
         for name, p in parameters.items()
         if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
     accepted = frozenset(known)
-    options = [n for n, p in parameters.items() if p.kind is p.KEYWORD_ONLY]
-    name = func.__name__
+    listed = [n for n, p in parameters.items() if p.kind is p.KEYWORD_ONLY]
+    given = dict(defaults or {})
 
-    @functools.wraps(func)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        for keyword in kwargs:
-            if keyword not in accepted:
-                raise unknown_keyword_error(name, keyword, known, options)
-        return func(*args, **kwargs)
+    def decorate(func: F) -> F:
+        name = func.__name__
 
-    return cast(F, checked)
+        @functools.wraps(func)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
+            for keyword in kwargs:
+                if keyword not in accepted:
+                    raise unknown_keyword_error(name, keyword, known, listed)
+            return func(*args, **(given | kwargs))
+
+        checked.__signature__ = signature  # type: ignore[attr-defined]
+        return cast(F, checked)
+
+    return decorate
+
+
+#: The keyword sets that a public function's ``**options`` may be annotated with.
+KEYWORD_SETS: dict[str, type] = {
+    t.__name__: t for t in (OptionKeywords, CacheOptionKeywords)
+}
+
+
+def _with_options(
+    signature: inspect.Signature, defaults: Mapping[str, object], function: str
+) -> inspect.Signature:
+    """``signature`` with its ``**options`` spelt out as keyword-only options."""
+    own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    spread = [p for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD]
+    if not spread:
+        if defaults:
+            raise TypeError(f"{function}() has no **options to give defaults to")
+        return signature
+    annotation = spread[0].annotation
+    if isinstance(annotation, str):  # from __future__ import annotations
+        name = annotation.strip("'\"").removeprefix("Unpack[").removesuffix("]")
+        if name not in KEYWORD_SETS:
+            raise TypeError(
+                f"{function}(**{spread[0].name}: {annotation}): the options must be "
+                f"one of {sorted(KEYWORD_SETS)}"
+            )
+        annotation = KEYWORD_SETS[name]
+    else:
+        (annotation,) = get_args(annotation)
+    taken = [f for f in fields(Options) if f.name in annotation.__annotations__]
+    unknown = set(defaults) - {f.name for f in taken}
+    if unknown:
+        raise TypeError(f"{function}() takes no option {sorted(unknown)}")
+    options = [
+        inspect.Parameter(
+            f.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=defaults.get(f.name, f.default),
+            annotation=f.type,
+        )
+        for f in taken
+    ]
+    flags = [p for p in own if p.name.startswith("return_")]
+    rest = [p for p in own if not p.name.startswith("return_")]
+    return signature.replace(parameters=[*rest, *options, *flags])

@@ -18,15 +18,19 @@ weight is ``exp(s_h - lse)`` and its gradient ``-Σ exp(s_h - lse) D``.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Unpack
 
 import numpy as np
 
 from ._arrays import ArrayInput, FloatArray
 from ._checks import first_index, positive_int
-from ._options import Align, EmptyRows, Layout, Options, Window, check_keywords
+from ._options import (
+    OptionKeywords,
+    Options,
+    check_keywords,
+)
 from .core import Block, Problem, dense_forward, empty_row_error, prepare
-from .mods import MaskMod, ScoreMod, score_mod_derivative
+from .mods import score_mod_derivative
 
 __all__ = [
     "Gradients",
@@ -59,7 +63,7 @@ class Gradients(NamedTuple):
     dscore_mod: dict[str, FloatArray] | None = None
 
 
-@check_keywords
+@check_keywords()
 def attention_backward(
     q: ArrayInput,
     k: ArrayInput,
@@ -68,28 +72,7 @@ def attention_backward(
     *,
     out: ArrayInput | None = None,
     lse: ArrayInput | None = None,
-    mask: ArrayInput | None = None,
-    mask_mod: MaskMod | None = None,
-    score_mod: ScoreMod | None = None,
-    is_causal: bool = False,
-    scale: float | None = None,
-    empty_rows: EmptyRows = "raise",
-    check_finite: bool = True,
-    align: Align = "top_left",
-    window: Window | None = None,
-    sink_tokens: int = 0,
-    chunk: int | None = None,
-    softcap: float | None = None,
-    sink_logits: ArrayInput | None = None,
-    q_lengths: ArrayInput | None = None,
-    k_lengths: ArrayInput | None = None,
-    key_leftpad: ArrayInput | None = None,
-    cu_seqlens_q: ArrayInput | None = None,
-    cu_seqlens_k: ArrayInput | None = None,
-    seqused_k: ArrayInput | None = None,
-    dropout_mask: ArrayInput | None = None,
-    dropout_p: float = 0.0,
-    layout: Layout = "bhsd",
+    **options: Unpack[OptionKeywords],
 ) -> Gradients:
     """Gradients of attention for an upstream gradient ``grad_out``.
 
@@ -138,8 +121,7 @@ def attention_backward(
     >>> bool(np.array_equal(again.dv, g.dv))
     True
     """
-    options = Options.from_locals(locals())
-    p = prepare(q, k, v, options)
+    p = prepare(q, k, v, Options(**options))
     _refuse_nan_rows(p)
     d_out = p.from_caller(grad_out, "grad_out")
     if (out is None) != (lse is None):
@@ -156,7 +138,7 @@ def attention_backward(
     return gradients(p, out64, d_out, lse64, p.n_k)
 
 
-@check_keywords
+@check_keywords()
 def tiled_attention_backward(  # noqa: PLR0917 (the forward's saved arrays)
     q: ArrayInput,
     k: ArrayInput,
@@ -166,28 +148,7 @@ def tiled_attention_backward(  # noqa: PLR0917 (the forward's saved arrays)
     lse: ArrayInput,
     *,
     block_size: int = 128,
-    mask: ArrayInput | None = None,
-    mask_mod: MaskMod | None = None,
-    score_mod: ScoreMod | None = None,
-    is_causal: bool = False,
-    scale: float | None = None,
-    empty_rows: EmptyRows = "raise",
-    check_finite: bool = True,
-    align: Align = "top_left",
-    window: Window | None = None,
-    sink_tokens: int = 0,
-    chunk: int | None = None,
-    softcap: float | None = None,
-    sink_logits: ArrayInput | None = None,
-    q_lengths: ArrayInput | None = None,
-    k_lengths: ArrayInput | None = None,
-    key_leftpad: ArrayInput | None = None,
-    cu_seqlens_q: ArrayInput | None = None,
-    cu_seqlens_k: ArrayInput | None = None,
-    seqused_k: ArrayInput | None = None,
-    dropout_mask: ArrayInput | None = None,
-    dropout_p: float = 0.0,
-    layout: Layout = "bhsd",
+    **options: Unpack[OptionKeywords],
 ) -> Gradients:
     """FlashAttention-2's backward: recompute ``P`` block by block from ``lse``.
 
@@ -228,8 +189,7 @@ def tiled_attention_backward(  # noqa: PLR0917 (the forward's saved arrays)
     >>> bool(np.abs(tiled.dq - dense.dq).max() < 1e-12)
     True
     """
-    options = Options.from_locals(locals())
-    p = prepare(q, k, v, options)
+    p = prepare(q, k, v, Options(**options))
     _refuse_nan_rows(p)
     block_size = positive_int(block_size, "block_size")
     out64 = p.from_caller(out, "out")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, overload
+from typing import Any, Literal, NamedTuple, Unpack, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +29,7 @@ from ._checks import (
     require_finite,
     sink_array,
 )
-from ._options import Align, EmptyRows, Layout, Options, Window, check_keywords
+from ._options import Align, EmptyRows, Layout, OptionKeywords, Options, check_keywords
 from .mods import (
     Grids,
     MaskMod,
@@ -508,22 +508,24 @@ def prepare(q: ArrayInput, k: ArrayInput, v: ArrayInput, options: Options) -> Pr
         )
         shapes += f", packed into {len(q)} sequences: padded {q.shape}, {k.shape}"
     original = {"q": q.shape, "k": k.shape, "v": v.shape}
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
+    problems = (  # the first that holds is the one reported
+        (
+            q.shape[-1] != k.shape[-1],
             f"q and k must share the last axis d_k, got d_k = {q.shape[-1]} and "
-            f"{k.shape[-1]} ({shapes})"
-        )
-    if q.shape[-1] == 0:
-        raise ValueError(f"q and k have zero width, d_k = 0 ({shapes})")
-    if v.shape[-1] == 0:
-        raise ValueError(f"v has zero width, d_v = 0 ({shapes})")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
+            f"{k.shape[-1]}",
+        ),
+        (q.shape[-1] == 0, "q and k have zero width, d_k = 0"),
+        (v.shape[-1] == 0, "v has zero width, d_v = 0"),
+        (
+            k.shape[-2] != v.shape[-2],
             f"k and v must hold the same number of keys n_k on axis -2, got "
-            f"{k.shape[-2]} and {v.shape[-2]} ({shapes})"
-        )
-    if k.shape[-2] == 0:
-        raise ValueError(f"there are no keys, n_k = 0 ({shapes})")
+            f"{k.shape[-2]} and {v.shape[-2]}",
+        ),
+        (k.shape[-2] == 0, "there are no keys, n_k = 0"),
+    )
+    for holds, problem in problems:
+        if holds:
+            raise ValueError(f"{problem} ({shapes})")
     k, v = _group_heads(q, k, v, shapes)
     try:
         batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -725,30 +727,9 @@ def attention(
     k: ArrayInput,
     v: ArrayInput,
     *,
-    mask: ArrayInput | None = ...,
-    mask_mod: MaskMod | None = ...,
-    score_mod: ScoreMod | None = ...,
-    is_causal: bool = ...,
-    scale: float | None = ...,
-    empty_rows: EmptyRows = ...,
-    check_finite: bool = ...,
-    align: Align = ...,
-    window: Window | None = ...,
-    sink_tokens: int = ...,
-    chunk: int | None = ...,
-    softcap: float | None = ...,
-    sink_logits: ArrayInput | None = ...,
-    q_lengths: ArrayInput | None = ...,
-    k_lengths: ArrayInput | None = ...,
-    key_leftpad: ArrayInput | None = ...,
-    cu_seqlens_q: ArrayInput | None = ...,
-    cu_seqlens_k: ArrayInput | None = ...,
-    seqused_k: ArrayInput | None = ...,
-    dropout_mask: ArrayInput | None = ...,
-    dropout_p: float = ...,
-    layout: Layout = ...,
     return_weights: Literal[False] = ...,
     return_lse: Literal[False] = ...,
+    **options: Unpack[OptionKeywords],
 ) -> FloatArray: ...
 
 
@@ -758,162 +739,21 @@ def attention(
     k: ArrayInput,
     v: ArrayInput,
     *,
-    mask: ArrayInput | None = ...,
-    mask_mod: MaskMod | None = ...,
-    score_mod: ScoreMod | None = ...,
-    is_causal: bool = ...,
-    scale: float | None = ...,
-    empty_rows: EmptyRows = ...,
-    check_finite: bool = ...,
-    align: Align = ...,
-    window: Window | None = ...,
-    sink_tokens: int = ...,
-    chunk: int | None = ...,
-    softcap: float | None = ...,
-    sink_logits: ArrayInput | None = ...,
-    q_lengths: ArrayInput | None = ...,
-    k_lengths: ArrayInput | None = ...,
-    key_leftpad: ArrayInput | None = ...,
-    cu_seqlens_q: ArrayInput | None = ...,
-    cu_seqlens_k: ArrayInput | None = ...,
-    seqused_k: ArrayInput | None = ...,
-    dropout_mask: ArrayInput | None = ...,
-    dropout_p: float = ...,
-    layout: Layout = ...,
-    return_weights: Literal[True],
-    return_lse: Literal[False] = ...,
-) -> tuple[FloatArray, FloatArray]: ...
-
-
-@overload
-def attention(
-    q: ArrayInput,
-    k: ArrayInput,
-    v: ArrayInput,
-    *,
-    mask: ArrayInput | None = ...,
-    mask_mod: MaskMod | None = ...,
-    score_mod: ScoreMod | None = ...,
-    is_causal: bool = ...,
-    scale: float | None = ...,
-    empty_rows: EmptyRows = ...,
-    check_finite: bool = ...,
-    align: Align = ...,
-    window: Window | None = ...,
-    sink_tokens: int = ...,
-    chunk: int | None = ...,
-    softcap: float | None = ...,
-    sink_logits: ArrayInput | None = ...,
-    q_lengths: ArrayInput | None = ...,
-    k_lengths: ArrayInput | None = ...,
-    key_leftpad: ArrayInput | None = ...,
-    cu_seqlens_q: ArrayInput | None = ...,
-    cu_seqlens_k: ArrayInput | None = ...,
-    seqused_k: ArrayInput | None = ...,
-    dropout_mask: ArrayInput | None = ...,
-    dropout_p: float = ...,
-    layout: Layout = ...,
-    return_weights: Literal[False] = ...,
-    return_lse: Literal[True],
-) -> tuple[FloatArray, FloatArray]: ...
-
-
-@overload
-def attention(
-    q: ArrayInput,
-    k: ArrayInput,
-    v: ArrayInput,
-    *,
-    mask: ArrayInput | None = ...,
-    mask_mod: MaskMod | None = ...,
-    score_mod: ScoreMod | None = ...,
-    is_causal: bool = ...,
-    scale: float | None = ...,
-    empty_rows: EmptyRows = ...,
-    check_finite: bool = ...,
-    align: Align = ...,
-    window: Window | None = ...,
-    sink_tokens: int = ...,
-    chunk: int | None = ...,
-    softcap: float | None = ...,
-    sink_logits: ArrayInput | None = ...,
-    q_lengths: ArrayInput | None = ...,
-    k_lengths: ArrayInput | None = ...,
-    key_leftpad: ArrayInput | None = ...,
-    cu_seqlens_q: ArrayInput | None = ...,
-    cu_seqlens_k: ArrayInput | None = ...,
-    seqused_k: ArrayInput | None = ...,
-    dropout_mask: ArrayInput | None = ...,
-    dropout_p: float = ...,
-    layout: Layout = ...,
-    return_weights: Literal[True],
-    return_lse: Literal[True],
-) -> tuple[FloatArray, FloatArray, FloatArray]: ...
-
-
-@overload
-def attention(
-    q: ArrayInput,
-    k: ArrayInput,
-    v: ArrayInput,
-    *,
-    mask: ArrayInput | None = ...,
-    mask_mod: MaskMod | None = ...,
-    score_mod: ScoreMod | None = ...,
-    is_causal: bool = ...,
-    scale: float | None = ...,
-    empty_rows: EmptyRows = ...,
-    check_finite: bool = ...,
-    align: Align = ...,
-    window: Window | None = ...,
-    sink_tokens: int = ...,
-    chunk: int | None = ...,
-    softcap: float | None = ...,
-    sink_logits: ArrayInput | None = ...,
-    q_lengths: ArrayInput | None = ...,
-    k_lengths: ArrayInput | None = ...,
-    key_leftpad: ArrayInput | None = ...,
-    cu_seqlens_q: ArrayInput | None = ...,
-    cu_seqlens_k: ArrayInput | None = ...,
-    seqused_k: ArrayInput | None = ...,
-    dropout_mask: ArrayInput | None = ...,
-    dropout_p: float = ...,
-    layout: Layout = ...,
     return_weights: bool = ...,
     return_lse: bool = ...,
+    **options: Unpack[OptionKeywords],
 ) -> FloatArray | tuple[FloatArray, ...]: ...
 
 
-@check_keywords
+@check_keywords()
 def attention(
     q: ArrayInput,
     k: ArrayInput,
     v: ArrayInput,
     *,
-    mask: ArrayInput | None = None,
-    mask_mod: MaskMod | None = None,
-    score_mod: ScoreMod | None = None,
-    is_causal: bool = False,
-    scale: float | None = None,
-    empty_rows: EmptyRows = "raise",
-    check_finite: bool = True,
-    align: Align = "top_left",
-    window: Window | None = None,
-    sink_tokens: int = 0,
-    chunk: int | None = None,
-    softcap: float | None = None,
-    sink_logits: ArrayInput | None = None,
-    q_lengths: ArrayInput | None = None,
-    k_lengths: ArrayInput | None = None,
-    key_leftpad: ArrayInput | None = None,
-    cu_seqlens_q: ArrayInput | None = None,
-    cu_seqlens_k: ArrayInput | None = None,
-    seqused_k: ArrayInput | None = None,
-    dropout_mask: ArrayInput | None = None,
-    dropout_p: float = 0.0,
-    layout: Layout = "bhsd",
     return_weights: bool = False,
     return_lse: bool = False,
+    **options: Unpack[OptionKeywords],
 ) -> FloatArray | tuple[FloatArray, ...]:
     """Scaled dot-product attention, ``softmax(q kᵀ · scale + mask) v``.
 
@@ -1059,9 +899,8 @@ def attention(
     >>> w.round(3)
     array([[0.   , 0.   , 0.953, 0.047]])
     """
-    options = Options.from_locals(locals())
     _check_flags(return_weights=return_weights, return_lse=return_lse)
-    p = prepare(q, k, v, options)
+    p = prepare(q, k, v, Options(**options))
     out, weights, lse = dense_forward(p, want_weights=return_weights)
     return _results(
         p.to_caller(out), weights, p.lse_to_caller(lse), return_weights, return_lse
@@ -1174,136 +1013,16 @@ def _empty_rows(p: Problem, lse: FloatArray) -> BoolArray | None:
     return empty
 
 
-@overload
-def tiled_attention(
-    q: ArrayInput,
-    k: ArrayInput,
-    v: ArrayInput,
-    *,
-    block_size: int = ...,
-    mask: ArrayInput | None = ...,
-    mask_mod: MaskMod | None = ...,
-    score_mod: ScoreMod | None = ...,
-    is_causal: bool = ...,
-    scale: float | None = ...,
-    empty_rows: EmptyRows = ...,
-    check_finite: bool = ...,
-    align: Align = ...,
-    window: Window | None = ...,
-    sink_tokens: int = ...,
-    chunk: int | None = ...,
-    softcap: float | None = ...,
-    sink_logits: ArrayInput | None = ...,
-    q_lengths: ArrayInput | None = ...,
-    k_lengths: ArrayInput | None = ...,
-    key_leftpad: ArrayInput | None = ...,
-    cu_seqlens_q: ArrayInput | None = ...,
-    cu_seqlens_k: ArrayInput | None = ...,
-    seqused_k: ArrayInput | None = ...,
-    dropout_mask: ArrayInput | None = ...,
-    dropout_p: float = ...,
-    layout: Layout = ...,
-    return_lse: Literal[False] = ...,
-) -> FloatArray: ...
-
-
-@overload
-def tiled_attention(
-    q: ArrayInput,
-    k: ArrayInput,
-    v: ArrayInput,
-    *,
-    block_size: int = ...,
-    mask: ArrayInput | None = ...,
-    mask_mod: MaskMod | None = ...,
-    score_mod: ScoreMod | None = ...,
-    is_causal: bool = ...,
-    scale: float | None = ...,
-    empty_rows: EmptyRows = ...,
-    check_finite: bool = ...,
-    align: Align = ...,
-    window: Window | None = ...,
-    sink_tokens: int = ...,
-    chunk: int | None = ...,
-    softcap: float | None = ...,
-    sink_logits: ArrayInput | None = ...,
-    q_lengths: ArrayInput | None = ...,
-    k_lengths: ArrayInput | None = ...,
-    key_leftpad: ArrayInput | None = ...,
-    cu_seqlens_q: ArrayInput | None = ...,
-    cu_seqlens_k: ArrayInput | None = ...,
-    seqused_k: ArrayInput | None = ...,
-    dropout_mask: ArrayInput | None = ...,
-    dropout_p: float = ...,
-    layout: Layout = ...,
-    return_lse: Literal[True],
-) -> tuple[FloatArray, FloatArray]: ...
-
-
-@overload
-def tiled_attention(
-    q: ArrayInput,
-    k: ArrayInput,
-    v: ArrayInput,
-    *,
-    block_size: int = ...,
-    mask: ArrayInput | None = ...,
-    mask_mod: MaskMod | None = ...,
-    score_mod: ScoreMod | None = ...,
-    is_causal: bool = ...,
-    scale: float | None = ...,
-    empty_rows: EmptyRows = ...,
-    check_finite: bool = ...,
-    align: Align = ...,
-    window: Window | None = ...,
-    sink_tokens: int = ...,
-    chunk: int | None = ...,
-    softcap: float | None = ...,
-    sink_logits: ArrayInput | None = ...,
-    q_lengths: ArrayInput | None = ...,
-    k_lengths: ArrayInput | None = ...,
-    key_leftpad: ArrayInput | None = ...,
-    cu_seqlens_q: ArrayInput | None = ...,
-    cu_seqlens_k: ArrayInput | None = ...,
-    seqused_k: ArrayInput | None = ...,
-    dropout_mask: ArrayInput | None = ...,
-    dropout_p: float = ...,
-    layout: Layout = ...,
-    return_lse: bool = ...,
-) -> FloatArray | tuple[FloatArray, FloatArray]: ...
-
-
-@check_keywords
+@check_keywords()
 def tiled_attention(
     q: ArrayInput,
     k: ArrayInput,
     v: ArrayInput,
     *,
     block_size: int = 128,
-    mask: ArrayInput | None = None,
-    mask_mod: MaskMod | None = None,
-    score_mod: ScoreMod | None = None,
-    is_causal: bool = False,
-    scale: float | None = None,
-    empty_rows: EmptyRows = "raise",
-    check_finite: bool = True,
-    align: Align = "top_left",
-    window: Window | None = None,
-    sink_tokens: int = 0,
-    chunk: int | None = None,
-    softcap: float | None = None,
-    sink_logits: ArrayInput | None = None,
-    q_lengths: ArrayInput | None = None,
-    k_lengths: ArrayInput | None = None,
-    key_leftpad: ArrayInput | None = None,
-    cu_seqlens_q: ArrayInput | None = None,
-    cu_seqlens_k: ArrayInput | None = None,
-    seqused_k: ArrayInput | None = None,
-    dropout_mask: ArrayInput | None = None,
-    dropout_p: float = 0.0,
-    layout: Layout = "bhsd",
     return_lse: bool = False,
-) -> FloatArray | tuple[FloatArray, FloatArray]:
+    **options: Unpack[OptionKeywords],
+) -> Any:
     """Attention over key/value blocks with an online softmax, as FlashAttention.
 
     The result equals :func:`attention` to about 1e-12 in float64, but no more
@@ -1342,10 +1061,9 @@ def tiled_attention(
     >>> bool(np.abs(dense - tiled).max() < 1e-12)
     True
     """
-    options = Options.from_locals(locals())
     _check_flags(return_lse=return_lse)
     block_size = positive_int(block_size, "block_size")
-    p = prepare(q, k, v, options)
+    p = prepare(q, k, v, Options(**options))
     out, lse = tiled_forward(p, block_size)
     out = p.to_caller(out)
     return (out, p.lse_to_caller(lse)) if return_lse else out

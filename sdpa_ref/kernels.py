@@ -19,11 +19,13 @@ page tabulates.
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
 
 from . import published
+from ._options import with_signature
 from .precision import to_bfloat16
 from .random_model import SEED
 from .testing import check_attention
@@ -396,18 +398,18 @@ class _Blocked:
         k,
         v,
         *,
-        precision,
-        scale,
-        is_causal,
-        align,
-        window,
-        mask,
-        softcap,
-        sink_logits,
-        dropout_mask,
-        dropout_p,
-        block_size,
-        bug,
+        precision=None,
+        scale=None,
+        is_causal=False,
+        align="top_left",
+        window=None,
+        mask=None,
+        softcap=None,
+        sink_logits=None,
+        dropout_mask=None,
+        dropout_p=0.0,
+        block_size=16,
+        bug=None,
     ):
         if bug is not None and bug not in PLANTED_BUGS:
             raise ValueError(
@@ -515,23 +517,21 @@ class _Blocked:
         )
 
 
+def _kernel_signature(*arrays):
+    """A kernel's signature: its arrays, then :class:`_Blocked`'s settings."""
+    settings = list(inspect.signature(_Blocked).parameters.values())[3:]
+    arrays = [
+        inspect.Parameter(a, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in arrays
+    ]
+    return inspect.Signature([*arrays, *settings])
+
+
+@with_signature(_kernel_signature("q", "k", "v"))
 def blocked_attention(
     q,
     k,
     v,
-    *,
-    precision=None,
-    scale=None,
-    is_causal=False,
-    align="top_left",
-    window=None,
-    mask=None,
-    softcap=None,
-    sink_logits=None,
-    dropout_mask=None,
-    dropout_p=0.0,
-    block_size=16,
-    bug=None,
+    **settings,
 ):
     """A FlashAttention-style forward in ``precision``: ``(out, lse)``.
 
@@ -552,23 +552,7 @@ def blocked_attention(
     (array([[[[0.67, 0.33],
              [0.33, 0.67]]]], dtype=float32), array([[[1.108, 1.108]]], dtype=float32))
     """
-    kernel = _Blocked(
-        q,
-        k,
-        v,
-        precision=precision,
-        scale=scale,
-        is_causal=is_causal,
-        align=align,
-        window=window,
-        mask=mask,
-        softcap=softcap,
-        sink_logits=sink_logits,
-        dropout_mask=dropout_mask,
-        dropout_p=dropout_p,
-        block_size=block_size,
-        bug=bug,
-    )
+    kernel = _Blocked(q, k, v, **settings)
     work = kernel.work
     shape = (*kernel.q.shape[:-1], 1)
     if kernel.sink is None:
@@ -581,7 +565,7 @@ def blocked_attention(
     with np.errstate(over="ignore", invalid="ignore"):
         for start, stop in kernel.blocks():
             s, _ = kernel.scores(start, stop)
-            if bug == "no_max":  # the textbook exp(s) / sum(exp(s))
+            if kernel.bug == "no_max":  # the textbook exp(s) / sum(exp(s))
                 low = np.float16 if kernel.precision == "float16" else work
                 e = np.exp(s.astype(low)).astype(work)
                 total = total + e.sum(axis=-1, keepdims=True)
@@ -594,7 +578,9 @@ def blocked_attention(
             m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
             shift = np.where(np.isneginf(m_new), work(0), m_new)
             e = np.exp(s - shift)
-            rescale = np.ones_like(m) if bug == "no_rescale" else np.exp(m - shift)
+            rescale = (
+                np.ones_like(m) if kernel.bug == "no_rescale" else np.exp(m - shift)
+            )
             total = total * rescale + e.sum(axis=-1, keepdims=True)
             p = kernel.rounded(kernel.dropped(e, start, stop))
             acc = acc * rescale + np.matmul(p, kernel.v[..., start:stop, :])
@@ -603,12 +589,13 @@ def blocked_attention(
         shift = np.where(np.isneginf(m), work(0), m)
         with np.errstate(divide="ignore"):
             log_total = np.log(total)
-        lse = log_total if bug == "lse_no_max" else shift + log_total
-        if bug == "lse_log2":
+        lse = log_total if kernel.bug == "lse_no_max" else shift + log_total
+        if kernel.bug == "lse_log2":
             lse = lse / work(math.log(2))
     return kernel.output(out), lse[..., 0].astype(work)
 
 
+@with_signature(_kernel_signature("q", "k", "v", "out", "lse", "grad_out"))
 def blocked_attention_backward(  # noqa: PLR0917 (a kernel)
     q,
     k,
@@ -616,19 +603,7 @@ def blocked_attention_backward(  # noqa: PLR0917 (a kernel)
     out,
     lse,
     grad_out,
-    *,
-    precision=None,
-    scale=None,
-    is_causal=False,
-    align="top_left",
-    window=None,
-    mask=None,
-    softcap=None,
-    sink_logits=None,
-    dropout_mask=None,
-    dropout_p=0.0,
-    block_size=16,
-    bug=None,
+    **settings,
 ):
     """FlashAttention-2's backward in ``precision``, from the forward's out and lse.
 
@@ -649,23 +624,7 @@ def blocked_attention_backward(  # noqa: PLR0917 (a kernel)
     array([[[[1., 1.],
              [1., 1.]]]], dtype=float32)
     """
-    kernel = _Blocked(
-        q,
-        k,
-        v,
-        precision=precision,
-        scale=scale,
-        is_causal=is_causal,
-        align=align,
-        window=window,
-        mask=mask,
-        softcap=softcap,
-        sink_logits=sink_logits,
-        dropout_mask=dropout_mask,
-        dropout_p=dropout_p,
-        block_size=block_size,
-        bug=bug,
-    )
+    kernel = _Blocked(q, k, v, **settings)
     work = kernel.work
     d_out = np.asarray(grad_out).astype(work)
     out = np.asarray(out).astype(work)
@@ -674,7 +633,7 @@ def blocked_attention_backward(  # noqa: PLR0917 (a kernel)
     lse_shift = np.where(no_row, work(0), lse)
     delta = (
         np.zeros_like(lse)
-        if bug == "no_delta"
+        if kernel.bug == "no_delta"
         else (d_out * out).sum(-1, keepdims=True)
     )
     dq = np.zeros(kernel.q.shape, dtype=work)
@@ -705,7 +664,7 @@ def blocked_attention_backward(  # noqa: PLR0917 (a kernel)
             dq += np.matmul(ds_low, kernel.k[..., start:stop, :])
             dk[..., start:stop, :] = np.matmul(np.swapaxes(ds_low, -1, -2), kernel.q)
     dq *= kernel.scale
-    if bug != "dk_no_scale":
+    if kernel.bug != "dk_no_scale":
         dk *= kernel.scale
     # Grouped heads: each key/value head sums the gradients of its query heads.
     b = kernel.q.shape[0]
@@ -719,7 +678,7 @@ def blocked_attention_backward(  # noqa: PLR0917 (a kernel)
         "dv": kernel.output(dv_g),
     }
     if dbias is not None:
-        shape = np.shape(mask)
+        shape = kernel.bias.shape
         extra = dbias.ndim - len(shape)
         reduced = dbias.sum(axis=tuple(range(extra))) if extra else dbias
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and reduced.shape[i] != 1)
@@ -729,7 +688,7 @@ def blocked_attention_backward(  # noqa: PLR0917 (a kernel)
             no_row, work(0), np.exp(kernel.sink[:, None, None] - lse_shift)
         )
         per_row = weight * delta
-        sign = 1 if bug == "dsink_sign" else -1
+        sign = 1 if kernel.bug == "dsink_sign" else -1
         grads["dsink_logits"] = sign * per_row.sum(axis=(0, 2, 3))
     return grads
 

@@ -20,16 +20,19 @@ aligns them: the last query sits at the last cached key.
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, overload
+from typing import Any, Unpack
 
 import numpy as np
 import numpy.typing as npt
 
 from ._arrays import ArrayInput, FloatArray, IntArray, as_array, from_layout, to_layout
 from ._checks import first_index, real_array
-from ._options import Align, EmptyRows, Layout, Options, Window, check_keywords
+from ._options import (
+    CacheOptionKeywords,
+    Options,
+    check_keywords,
+)
 from .core import dense_forward, prepare
-from .mods import MaskMod, ScoreMod
 
 __all__ = ["attention_with_kvcache", "read_cache"]
 
@@ -124,61 +127,7 @@ def read_cache(
     return result
 
 
-@overload
-def attention_with_kvcache(
-    q: ArrayInput,
-    k_cache: ArrayInput,
-    v_cache: ArrayInput,
-    *,
-    cache_seqlens: int | ArrayInput,
-    block_table: ArrayInput | None = ...,
-    mask: ArrayInput | None = ...,
-    mask_mod: MaskMod | None = ...,
-    score_mod: ScoreMod | None = ...,
-    is_causal: bool = ...,
-    scale: float | None = ...,
-    empty_rows: EmptyRows = ...,
-    check_finite: bool = ...,
-    align: Align = ...,
-    window: Window | None = ...,
-    sink_tokens: int = ...,
-    chunk: int | None = ...,
-    softcap: float | None = ...,
-    sink_logits: ArrayInput | None = ...,
-    key_leftpad: ArrayInput | None = ...,
-    layout: Layout = ...,
-    return_lse: Literal[False] = ...,
-) -> FloatArray: ...
-
-
-@overload
-def attention_with_kvcache(
-    q: ArrayInput,
-    k_cache: ArrayInput,
-    v_cache: ArrayInput,
-    *,
-    cache_seqlens: int | ArrayInput,
-    block_table: ArrayInput | None = ...,
-    mask: ArrayInput | None = ...,
-    mask_mod: MaskMod | None = ...,
-    score_mod: ScoreMod | None = ...,
-    is_causal: bool = ...,
-    scale: float | None = ...,
-    empty_rows: EmptyRows = ...,
-    check_finite: bool = ...,
-    align: Align = ...,
-    window: Window | None = ...,
-    sink_tokens: int = ...,
-    chunk: int | None = ...,
-    softcap: float | None = ...,
-    sink_logits: ArrayInput | None = ...,
-    key_leftpad: ArrayInput | None = ...,
-    layout: Layout = ...,
-    return_lse: Literal[True],
-) -> tuple[FloatArray, FloatArray]: ...
-
-
-@check_keywords
+@check_keywords(align="bottom_right", layout="bshd")
 def attention_with_kvcache(
     q: ArrayInput,
     k_cache: ArrayInput,
@@ -186,23 +135,9 @@ def attention_with_kvcache(
     *,
     cache_seqlens: int | ArrayInput,
     block_table: ArrayInput | None = None,
-    mask: ArrayInput | None = None,
-    mask_mod: MaskMod | None = None,
-    score_mod: ScoreMod | None = None,
-    is_causal: bool = False,
-    scale: float | None = None,
-    empty_rows: EmptyRows = "raise",
-    check_finite: bool = True,
-    align: Align = "bottom_right",
-    window: Window | None = None,
-    sink_tokens: int = 0,
-    chunk: int | None = None,
-    softcap: float | None = None,
-    sink_logits: ArrayInput | None = None,
-    key_leftpad: ArrayInput | None = None,
-    layout: Layout = "bshd",
     return_lse: bool = False,
-) -> FloatArray | tuple[FloatArray, FloatArray]:
+    **options: Unpack[CacheOptionKeywords],
+) -> Any:
     """Attention of new queries over a KV cache, as ``flash_attn_with_kvcache``.
 
     Parameters
@@ -259,12 +194,12 @@ def attention_with_kvcache(
     >>> bool(np.array_equal(paged, flat))
     True
     """
-    options = Options.from_locals(locals())
+    checked = Options(**options)
     if not isinstance(return_lse, bool | np.bool_):
         raise TypeError(f"return_lse must be True or False, got {return_lse!r}")
-    q64 = to_layout(real_array(q, "q", dtype=np.float64), options.layout, "q")
+    q64 = to_layout(real_array(q, "q", dtype=np.float64), checked.layout, "q")
     caches = [
-        to_layout(real_array(c, name, dtype=np.float64), options.layout, name)
+        to_layout(real_array(c, name, dtype=np.float64), checked.layout, name)
         for c, name in ((k_cache, "k_cache"), (v_cache, "v_cache"))
     ]
     batch = _check_shapes(q64, caches[0], caches[1], paged=block_table is not None)
@@ -277,9 +212,9 @@ def attention_with_kvcache(
         table = _page_indices(block_table, lengths, page_size, num_blocks)
     n_keys = max(1, int(lengths.max()))
     k, v = (read_cache(c, lengths, table, n_keys) for c in caches)
-    p = prepare(q64, k, v, _replace_layout(options, lengths))
+    p = prepare(q64, k, v, _replace_layout(checked, lengths))
     out, _, lse = dense_forward(p, want_weights=False)
-    out = from_layout(out, options.layout)
+    out = from_layout(out, checked.layout)
     return (out, lse) if return_lse else out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._arrays import FORMATS
 from ._checks import positive_int, real_array
 from .core import softmax
 
@@ -51,9 +52,7 @@ def significand_bits(dtype):
     >>> [significand_bits(t) for t in ("float16", "bfloat16", "float32", "float64")]
     [11, 8, 24, 53]
     """
-    if dtype == "bfloat16":  # not a NumPy type: float32 with 16 fraction bits cut
-        return 8
-    return int(np.finfo(np.dtype(dtype)).nmant) + 1
+    return FORMATS[_name(dtype)].bits
 
 
 def decimal_digits(dtype):
@@ -83,11 +82,14 @@ def unit_roundoff(dtype):
     return 2.0 ** -significand_bits(dtype)
 
 
+def _name(dtype):
+    """A type's name in :data:`sdpa_ref._arrays.FORMATS` (bfloat16 is not NumPy's)."""
+    return dtype if dtype == "bfloat16" else np.dtype(dtype).name
+
+
 def _min_exponent(dtype):
     """The exponent of a type's smallest normal number: -14 in float16."""
-    if dtype == "bfloat16":  # float32's exponents
-        return -126
-    return int(np.finfo(np.dtype(dtype)).minexp)
+    return FORMATS[_name(dtype)].min_exponent
 
 
 def smallest_normal(dtype):

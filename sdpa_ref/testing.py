@@ -35,27 +35,25 @@ digit; then the common convention slip, if one makes the kernel pass.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, NamedTuple, Unpack
 
 import numpy as np
 
 from . import published
+from ._arrays import FORMATS, ArrayInput, Precision, as_array, source_precision
 from ._arrays import PRECISIONS as _PRECISIONS
-from ._arrays import ArrayInput, Precision, as_array, source_precision
 from ._checks import real_array
 from ._options import (
     Align,
-    EmptyRows,
-    Layout,
+    OptionKeywords,
     Options,
     Window,
     check_keywords,
-    unknown_keyword_error,
+    with_signature,
 )
 from .backward import Gradients, gradients, unbroadcast, ungroup
 from .core import (
@@ -102,12 +100,7 @@ __all__ = [
 PRECISIONS = _PRECISIONS
 
 #: Unit roundoff ``u = 2**-p`` of each precision, ``p`` significant bits.
-UNIT_ROUNDOFF = {
-    "float16": 2.0**-11,
-    "bfloat16": 2.0**-8,
-    "float32": 2.0**-24,
-    "float64": 2.0**-53,
-}
+UNIT_ROUNDOFF = {name: 2.0**-f.bits for name, f in FORMATS.items()}
 
 #: How far a kernel's ``exp``, ``exp2``, ``log`` and ``tanh`` may be from the
 #: exact value, in units in the last place. PyTorch's CPU flash-attention
@@ -885,14 +878,20 @@ def _largest_like(x: Any, p: Problem, name: str) -> Any:
     return x
 
 
-def _reference_and_bounds(  # noqa: PLR0915, PLR0917 (one derivation, step by step)
-    q: Any,
-    k: Any,
-    v: Any,
-    d_out: Any,
-    options: Options,
-    u: float,
-    wanted: set[str],
+class _Judged(NamedTuple):
+    """What a rule's reference pass takes: the float64 inputs and the kernel's u."""
+
+    q: Any
+    k: Any
+    v: Any
+    d_out: Any
+    options: Options
+    u: float
+    wanted: set[str]
+
+
+def _reference_and_bounds(  # noqa: PLR0915 (one derivation, step by step)
+    judged: _Judged,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """sdpa_ref's float64 values and the error bound of a correct kernel.
 
@@ -902,6 +901,7 @@ def _reference_and_bounds(  # noqa: PLR0915, PLR0917 (one derivation, step by st
     and ``lse``. Costs the reference's forward and its backward with one
     extra column, and a few passes over each array.
     """
+    q, k, v, d_out, options, u, wanted = judged
     p, reference, sums = _reference(q, k, v, d_out, options)
     out, lse = reference["out"], reference["lse"]
     bound: dict[str, Any] = {}
@@ -1447,6 +1447,9 @@ def _run(call: _Call) -> Verdict:  # noqa: PLR0912, PLR0915 (the checks, one by 
         if d_out.dtype.name != precision:  # the kernel saw it in its own dtype
             d_out = rounding(precision)(d_out)
         d_out = np.broadcast_to(np.asarray(d_out, dtype=np.float64), p.out_shape)
+    judged = _Judged(
+        q64, k64, v64, d_out, options, UNIT_ROUNDOFF[precision], set(grads)
+    )
     rule = call.rule
     if rule == "auto":
         rule = "flash" if precision in ("float16", "bfloat16") else "bound"
@@ -1487,9 +1490,7 @@ def _run(call: _Call) -> Verdict:  # noqa: PLR0912, PLR0915 (the checks, one by 
     if rule == "bound":
         factor = 1.0 if call.factor is None else float(call.factor)
         atol = 0.0 if call.atol is None else float(call.atol)
-        reference, bound = _reference_and_bounds(
-            q64, k64, v64, d_out, options, UNIT_ROUNDOFF[precision], set(grads)
-        )
+        reference, bound = _reference_and_bounds(judged)
         add(
             "out",
             out,
@@ -1528,9 +1529,7 @@ def _run(call: _Call) -> Verdict:  # noqa: PLR0912, PLR0915 (the checks, one by 
     # FlashAttention's factor 3 with a soft-cap: any score mod bends the scores.
     bent = p.softcap if p.softcap is not None or not _user_score_mod(p) else 1.0
     factor = flash_factor(bent) if call.factor is None else float(call.factor)
-    reference, inherited = _reference_rounded_d(
-        q64, k64, v64, d_out, options, UNIT_ROUNDOFF[precision], set(grads)
-    )
+    reference, inherited = _reference_rounded_d(judged)
     # The pieces cannot rebuild a reduced mask gradient: run it whole.
     naive = _naive_errors(
         q64, k64, v64, d_out, precision, options, reference, whole="dmask" in grads
@@ -1586,15 +1585,7 @@ def _run(call: _Call) -> Verdict:  # noqa: PLR0912, PLR0915 (the checks, one by 
     return Verdict(tuple(checks), precision)
 
 
-def _reference_rounded_d(  # noqa: PLR0917 (a problem and its precision)
-    q: Any,
-    k: Any,
-    v: Any,
-    d_out: Any,
-    options: Options,
-    u: float,
-    wanted: set[str],
-) -> tuple[dict[str, Any], dict[str, Any]]:
+def _reference_rounded_d(judged: _Judged) -> tuple[dict[str, Any], dict[str, Any]]:
     """The reference, and what rounding the output to ``u`` can do to D.
 
     A FlashAttention-2 backward computes ``D = rowsum(dO ∘ O)`` from the
@@ -1604,6 +1595,7 @@ def _reference_rounded_d(  # noqa: PLR0917 (a problem and its precision)
     ``dP`` instead and never sees that error. Returns the reference and, per
     gradient, the bound on what ``δD`` passes on.
     """
+    q, k, v, d_out, options, u, wanted = judged
     p, reference, sums = _reference(q, k, v, d_out, options)
     inherited: dict[str, Any] = {}
     if d_out is None:
@@ -1635,10 +1627,10 @@ def _reference_rounded_d(  # noqa: PLR0917 (a problem and its precision)
 
 def _ulp(x: Any, precision: str) -> Any:
     """The spacing of ``precision``'s numbers at each ``|x|`` (subnormals included)."""
-    bits = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}[precision]
-    spacing = {"float16": -24, "bfloat16": -133, "float32": -149, "float64": -1074}
+    bits, min_exponent = FORMATS[precision]
+    subnormal = min_exponent - (bits - 1)  # the spacing below the normal numbers
     _, exponent = np.frexp(np.abs(np.asarray(x, dtype=np.float64)))
-    return np.ldexp(1.0, np.maximum(exponent - bits, spacing[precision]))
+    return np.ldexp(1.0, np.maximum(exponent - bits, subnormal))
 
 
 def _lse_skip(lse: Any, reference: Any, padded: Any) -> Any:
@@ -1775,7 +1767,7 @@ def _explain(call: _Call) -> str:
 GradsInput = Gradients | Mapping[str, ArrayInput | None] | Sequence[ArrayInput | None]
 
 
-@check_keywords
+@check_keywords(empty_rows="zero")
 def check_attention(
     out: ArrayInput,
     q: ArrayInput,
@@ -1791,28 +1783,7 @@ def check_attention(
     factor: float | None = None,
     atol: float | None = None,
     diagnose: bool = True,
-    mask: ArrayInput | None = None,
-    mask_mod: MaskMod | None = None,
-    score_mod: ScoreMod | None = None,
-    is_causal: bool = False,
-    scale: float | None = None,
-    empty_rows: EmptyRows = "zero",
-    check_finite: bool = True,
-    align: Align = "top_left",
-    window: Window | None = None,
-    sink_tokens: int = 0,
-    chunk: int | None = None,
-    softcap: float | None = None,
-    sink_logits: ArrayInput | None = None,
-    q_lengths: ArrayInput | None = None,
-    k_lengths: ArrayInput | None = None,
-    key_leftpad: ArrayInput | None = None,
-    cu_seqlens_q: ArrayInput | None = None,
-    cu_seqlens_k: ArrayInput | None = None,
-    seqused_k: ArrayInput | None = None,
-    dropout_mask: ArrayInput | None = None,
-    dropout_p: float = 0.0,
-    layout: Layout = "bhsd",
+    **options: Unpack[OptionKeywords],
 ) -> Verdict:
     """:func:`assert_attention_close` without the assertion: the :class:`Verdict`.
 
@@ -1825,6 +1796,7 @@ def check_attention(
     >>> verdict.passed, verdict[0].name, verdict[0].failing
     (False, 'out', 4)
     """
+    layout = options.pop("layout", Options.layout)
     if layout not in _LAYOUTS:
         raise ValueError(f"layout must be one of {_LAYOUTS}, got {layout!r}")
     if rule not in ("auto", "flash", "bound"):
@@ -1835,7 +1807,7 @@ def check_attention(
         )
     # One validated, frozen set of options, shared by every pass below. The
     # helper puts the kernel's arrays in (..., heads, seqlen, dim) order itself.
-    options = Options.from_locals(locals(), exclude=("layout",))
+    checked = Options(**options)
     arrays = [_as_numpy(a, name) for a, name in ((q, "q"), (k, "k"), (v, "v"))]
     resolved = _kernel_precision(arrays, precision)
     call = _Call(
@@ -1852,9 +1824,9 @@ def check_attention(
         factor=factor,
         atol=atol,
         rule=rule,
-        options=options,
+        options=checked,
     )
-    if options.cu_seqlens_q is not None:
+    if checked.cu_seqlens_q is not None:
         call = _unpacked(call)
     verdict = _run(call)
     if verdict.passed or not diagnose:
@@ -1862,66 +1834,39 @@ def check_attention(
     return Verdict(verdict.checks, verdict.precision, _explain(call))
 
 
-F = TypeVar("F", bound=Callable[..., Any])
+class CheckKeywords(OptionKeywords, total=False):
+    """The keywords of :func:`assert_attention_close`, for type checkers.
 
-
-def _hidden_check_keywords(func: F) -> F:
-    """:func:`sdpa_ref._options.check_keywords`, hidden from pytest's traceback.
-
-    A failing assertion then shows the caller's line and the message, and no
-    frame of sdpa_ref (``__tracebackhide__``).
+    :func:`check_attention`'s, less ``diagnose``; their defaults are
+    :func:`check_attention`'s.
     """
-    parameters = inspect.signature(func).parameters
-    known = [n for n, p in parameters.items() if p.kind is p.KEYWORD_ONLY]
 
-    @functools.wraps(func)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        __tracebackhide__ = True
-        for keyword in kwargs:
-            if keyword not in parameters:
-                raise unknown_keyword_error(func.__name__, keyword, known)
-        return func(*args, **kwargs)
-
-    return cast(F, checked)
+    lse: ArrayInput | None
+    lse_base: float
+    grad_out: ArrayInput | None
+    grads: GradsInput | None
+    precision: Precision | None
+    rule: Rule
+    factor: float | None
+    atol: float | None
 
 
-@_hidden_check_keywords
+_ASSERT_SIGNATURE = inspect.signature(check_attention)
+
+
+@with_signature(
+    _ASSERT_SIGNATURE.replace(
+        parameters=[
+            p for p in _ASSERT_SIGNATURE.parameters.values() if p.name != "diagnose"
+        ]
+    )
+)
 def assert_attention_close(
     out: ArrayInput,
     q: ArrayInput,
     k: ArrayInput,
     v: ArrayInput,
-    *,
-    lse: ArrayInput | None = None,
-    lse_base: float = math.e,
-    grad_out: ArrayInput | None = None,
-    grads: GradsInput | None = None,
-    precision: Precision | None = None,
-    rule: Rule = "auto",
-    factor: float | None = None,
-    atol: float | None = None,
-    mask: ArrayInput | None = None,
-    mask_mod: MaskMod | None = None,
-    score_mod: ScoreMod | None = None,
-    is_causal: bool = False,
-    scale: float | None = None,
-    empty_rows: EmptyRows = "zero",
-    check_finite: bool = True,
-    align: Align = "top_left",
-    window: Window | None = None,
-    sink_tokens: int = 0,
-    chunk: int | None = None,
-    softcap: float | None = None,
-    sink_logits: ArrayInput | None = None,
-    q_lengths: ArrayInput | None = None,
-    k_lengths: ArrayInput | None = None,
-    key_leftpad: ArrayInput | None = None,
-    cu_seqlens_q: ArrayInput | None = None,
-    cu_seqlens_k: ArrayInput | None = None,
-    seqused_k: ArrayInput | None = None,
-    dropout_mask: ArrayInput | None = None,
-    dropout_p: float = 0.0,
-    layout: Layout = "bhsd",
+    **checks: Unpack[CheckKeywords],
 ) -> Verdict:
     """Check everything an attention kernel returned against sdpa_ref's float64.
 
@@ -2009,42 +1954,7 @@ cu_seqlens_q, cu_seqlens_k, seqused_k, dropout_mask, dropout_p
     (True, 'bound')
     """
     __tracebackhide__ = True
-    verdict = check_attention(
-        out,
-        q,
-        k,
-        v,
-        lse=lse,
-        lse_base=lse_base,
-        grad_out=grad_out,
-        grads=grads,
-        precision=precision,
-        rule=rule,
-        factor=factor,
-        atol=atol,
-        mask=mask,
-        mask_mod=mask_mod,
-        score_mod=score_mod,
-        is_causal=is_causal,
-        scale=scale,
-        empty_rows=empty_rows,
-        check_finite=check_finite,
-        align=align,
-        window=window,
-        sink_tokens=sink_tokens,
-        chunk=chunk,
-        softcap=softcap,
-        sink_logits=sink_logits,
-        q_lengths=q_lengths,
-        k_lengths=k_lengths,
-        key_leftpad=key_leftpad,
-        cu_seqlens_q=cu_seqlens_q,
-        cu_seqlens_k=cu_seqlens_k,
-        seqused_k=seqused_k,
-        dropout_mask=dropout_mask,
-        dropout_p=dropout_p,
-        layout=layout,
-    )
+    verdict = check_attention(out, q, k, v, **checks)
     if not verdict.passed:
         raise AssertionError(verdict.message)
     return verdict

@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 
 import sdpa_ref
-from sdpa_ref._options import FOREIGN_NAMES, OPTION_NAMES, Options
+from sdpa_ref import kvcache, testing
+from sdpa_ref._options import (
+    FOREIGN_NAMES,
+    OPTION_NAMES,
+    CacheOptionKeywords,
+    OptionKeywords,
+    Options,
+    check_keywords,
+)
 
 PUBLIC = [
     sdpa_ref.attention,
@@ -30,6 +38,61 @@ def test_signature_lists_every_option_with_options_default(fn):
         assert p.annotation is not p.empty, f"{name} has no type hint"
     options = [n for n, p in parameters.items() if p.kind is p.KEYWORD_ONLY]
     assert [n for n in options if n in OPTION_NAMES] == list(OPTION_NAMES)
+
+
+def test_the_keyword_sets_are_options_fields_with_their_types():
+    # What a type checker sees of **options is what Options takes and checks.
+    types = {f.name: f.type for f in dataclasses.fields(Options)}
+    for keywords in (OptionKeywords, CacheOptionKeywords):
+        hints = {
+            name: getattr(hint, "__forward_arg__", hint)
+            for name, hint in keywords.__annotations__.items()
+        }
+        assert hints == {name: types[name] for name in hints}
+    assert set(OptionKeywords.__annotations__) == set(OPTION_NAMES)
+    assert set(OPTION_NAMES) - set(CacheOptionKeywords.__annotations__) == {
+        "q_lengths",
+        "k_lengths",
+        "cu_seqlens_q",
+        "cu_seqlens_k",
+        "seqused_k",
+        "dropout_mask",
+        "dropout_p",
+    }
+
+
+def test_a_function_s_own_defaults_are_shown_and_applied():
+    # The KV cache takes FlashAttention's layout and alignment by default,
+    # and the checks PyTorch's and FlashAttention's zero rows.
+    cache = inspect.signature(kvcache.attention_with_kvcache).parameters
+    assert cache["align"].default == "bottom_right"
+    assert cache["layout"].default == "bshd"
+    assert "cu_seqlens_q" not in cache
+    check = inspect.signature(testing.check_attention).parameters
+    assert check["empty_rows"].default == "zero"
+    assert list(inspect.signature(testing.assert_attention_close).parameters) == [
+        n for n in check if n != "diagnose"
+    ]
+    q = np.zeros((1, 1, 2, 2))
+    empty = np.zeros((2, 2), dtype=bool)
+    verdict = testing.check_attention(np.zeros((1, 1, 2, 2)), q, q, q, mask=empty)
+    assert verdict.passed  # an empty row's output is 0, not an error
+    with pytest.raises(ValueError, match="no allowed key"):
+        testing.check_attention(q, q, q, q, mask=empty, empty_rows="raise")
+
+
+def test_options_without_a_keyword_set_are_refused_at_definition():
+    with pytest.raises(TypeError, match=r"g\(\) has no \*\*options"):
+
+        @check_keywords(empty_rows="zero")
+        def g(q):
+            return q
+
+    with pytest.raises(TypeError, match=r"g\(\) takes no option \['dropout_p'\]"):
+
+        @check_keywords(dropout_p=0.5)
+        def g(q, **options: "Unpack[CacheOptionKeywords]"):  # noqa: F821
+            return q
 
 
 def test_attention_signature_is_its_own():
