@@ -9,7 +9,7 @@ traceback from deep inside NumPy.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -55,9 +55,48 @@ def real_array(
     return arr
 
 
+def real_matrices(
+    q: object, k: object, v: object, message: str
+) -> tuple[npt.NDArray[np.float64], ...]:
+    """Return ``q``, ``k`` and ``v`` as 2-D float64 arrays, or raise.
+
+    ``message`` is the ``ValueError``'s text when one is not 2-D, with
+    ``{q}``, ``{k}`` and ``{v}`` standing for their shapes.
+    """
+    arrays = tuple(
+        real_array(x, name, min_ndim=2, dtype=np.float64)
+        for x, name in ((q, "q"), (k, "k"), (v, "v"))
+    )
+    if any(x.ndim != 2 for x in arrays):
+        q_shape, k_shape, v_shape = (x.shape for x in arrays)
+        raise ValueError(message.format(q=q_shape, k=k_shape, v=v_shape))
+    return arrays
+
+
 def first_index(flags: npt.NDArray[Any]) -> tuple[int, ...]:
     """Index of the first True entry of ``flags``, as a tuple of ints."""
     return tuple(int(i) for i in np.argwhere(flags)[0])
+
+
+def require_within(
+    arr: npt.NDArray[Any], upper: Any, describe: Callable[[int], str]
+) -> None:
+    """Raise ``ValueError(describe(i))`` if 1-D ``arr`` leaves ``0..upper``.
+
+    ``i`` is the index of the first entry outside that range; ``upper`` is
+    one bound for all entries or one per entry.
+
+    Examples
+    --------
+    >>> require_within(np.array([2, 4]), 4, str)
+    >>> require_within(np.array([2, 5, -1]), 4, lambda i: f"entry {i} is out")
+    Traceback (most recent call last):
+      ...
+    ValueError: entry 1 is out
+    """
+    bad = (arr < 0) | (arr > upper)
+    if bad.any():
+        raise ValueError(describe(first_index(bad)[0]))
 
 
 def require_finite(arr: npt.NDArray[Any], name: str) -> None:
@@ -71,39 +110,59 @@ def require_finite(arr: npt.NDArray[Any], name: str) -> None:
         )
 
 
+def _number(value: object, kind: type, what: str) -> Any:
+    """Return ``value`` if it is a ``kind`` and not a bool, or raise a ``TypeError``.
+
+    The error says ``what`` the value must be, then what it is.
+    """
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise TypeError(f"{what}, got {value!r} ({type(value).__name__})")
+    return value
+
+
+def _int_at_least(value: object, name: str, least: int) -> int:
+    number = _number(value, numbers.Integral, f"{name} must be an integer")
+    if number < least:
+        raise ValueError(f"{name} must be at least {least}, got {number}")
+    return int(number)
+
+
 def positive_int(value: object, name: str) -> int:
     """Return ``value`` as an int that is at least 1, or raise."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(
-            f"{name} must be an integer, got {value!r} ({type(value).__name__})"
-        )
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-    return int(value)
+    return _int_at_least(value, name, 1)
 
 
 def nonnegative_int(value: object, name: str) -> int:
     """Return ``value`` as an int that is at least 0, or raise."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(
-            f"{name} must be an integer, got {value!r} ({type(value).__name__})"
-        )
-    if value < 0:
-        raise ValueError(f"{name} must be at least 0, got {value}")
-    return int(value)
+    return _int_at_least(value, name, 0)
+
+
+def _positive_real(value: object, name: str, what: str, note: str = "") -> float:
+    result = float(_number(value, numbers.Real, f"{name} must be {what}"))
+    if not np.isfinite(result) or result <= 0:
+        raise ValueError(f"{name} must be positive and finite, got {value!r}{note}")
+    return result
 
 
 def positive_scale(scale: object) -> float:
     """Return a user's ``scale`` as a positive finite float, or raise."""
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise TypeError(
-            f"scale must be None or a real number, got {scale!r} "
-            f"({type(scale).__name__})"
-        )
-    value = float(scale)
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"scale must be positive and finite, got {scale!r}")
-    return value
+    return _positive_real(scale, "scale", "None or a real number")
+
+
+def nonnegative_float(value: Any, name: str) -> float:
+    """Return ``float(value)`` if it is finite and at least 0, or raise."""
+    result = float(value)
+    if not (np.isfinite(result) and result >= 0):
+        raise ValueError(f"{name} must be finite and nonnegative, got {value!r}")
+    return result
+
+
+def quantile_levels(quantiles: object) -> npt.NDArray[np.float64]:
+    """Return ``quantiles`` as a float64 array of at least one level in [0, 1]."""
+    levels = real_array(quantiles, "quantiles", min_ndim=1, dtype=np.float64)
+    if ((levels < 0) | (levels > 1)).any():
+        raise ValueError(f"quantiles must lie in [0, 1], got {levels}")
+    return levels
 
 
 def empty_row_policy(policy: object) -> Any:
@@ -128,17 +187,15 @@ def alignment(align: object) -> Any:
 def _bound(value: object, name: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(
-            f"{name} must be an integer >= 0 or None (unbounded), got {value!r} "
-            f"({type(value).__name__})"
-        )
-    if value < 0:
+    number = _number(
+        value, numbers.Integral, f"{name} must be an integer >= 0 or None (unbounded)"
+    )
+    if number < 0:
         raise ValueError(
             f"{name} must be >= 0 or None (unbounded), got {value}; FlashAttention's "
             f"-1 for 'unbounded' is None here"
         )
-    return int(value)
+    return int(number)
 
 
 def window_bounds(window: object) -> tuple[int | None, int | None]:
@@ -160,30 +217,30 @@ def softcap_value(softcap: object) -> float | None:
     """Return ``softcap`` as a positive finite float, or None."""
     if softcap is None:
         return None
-    if isinstance(softcap, bool) or not isinstance(softcap, numbers.Real):
-        raise TypeError(
-            f"softcap must be None or a positive number, got {softcap!r} "
-            f"({type(softcap).__name__})"
-        )
-    value = float(softcap)
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(
-            f"softcap must be positive and finite, got {softcap!r}; "
-            f"FlashAttention's 0.0 for 'off' is None here"
-        )
-    return value
+    return _positive_real(
+        softcap,
+        "softcap",
+        "None or a positive number",
+        "; FlashAttention's 0.0 for 'off' is None here",
+    )
 
 
 def dropout_probability(p: object) -> float:
     """Return ``p`` as a float in [0, 1), or raise."""
-    if isinstance(p, bool) or not isinstance(p, numbers.Real):
-        raise TypeError(
-            f"dropout_p must be a number in [0, 1), got {p!r} ({type(p).__name__})"
-        )
-    value = float(p)
+    value = float(_number(p, numbers.Real, "dropout_p must be a number in [0, 1)"))
     if not 0.0 <= value < 1.0:
         raise ValueError(f"dropout_p must lie in [0, 1), got {p!r}")
     return value
+
+
+def _integer_array(value: object, name: str) -> npt.NDArray[Any]:
+    arr = as_array(value, name)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(
+            f"{name} must be an integer array of shape (B,), got dtype {arr.dtype} "
+            f"(shape {arr.shape})"
+        )
+    return arr
 
 
 def lengths_array(
@@ -192,12 +249,7 @@ def lengths_array(
     """Return per-sequence lengths as an int64 array of shape (B,), or None."""
     if lengths is None:
         return None
-    arr = as_array(lengths, name)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(
-            f"{name} must be an integer array of shape (B,), got dtype {arr.dtype} "
-            f"(shape {arr.shape})"
-        )
+    arr = _integer_array(lengths, name)
     if len(batch) != 2:
         raise ValueError(f"{name} needs 4-D inputs (B, H, n, d), got {shapes}")
     if arr.shape != (batch[0],):
@@ -205,13 +257,14 @@ def lengths_array(
             f"{name} must have shape (B,) = ({batch[0]},), one length per batch "
             f"entry, got shape {arr.shape} ({shapes})"
         )
-    bad = (arr < 0) | (arr > n)
-    if bad.any():
-        where = first_index(bad)[0]
-        raise ValueError(
+    require_within(
+        arr,
+        n,
+        lambda where: (
             f"{name} must lie in 0..{n}, got {int(arr[where])} at batch index "
             f"{where} ({shapes})"
-        )
+        ),
+    )
     return arr.astype(np.int64)
 
 
@@ -254,12 +307,7 @@ def leftpad_array(
     """
     if key_leftpad is None:
         return None
-    arr = as_array(key_leftpad, "key_leftpad")
-    if arr.dtype.kind not in "iu":
-        raise TypeError(
-            f"key_leftpad must be an integer array of shape (B,), got dtype "
-            f"{arr.dtype} (shape {arr.shape})"
-        )
+    arr = _integer_array(key_leftpad, "key_leftpad")
     if len(batch) != 2 or arr.shape != (batch[0],):
         raise ValueError(
             f"key_leftpad must have shape (B,), one per batch entry of 4-D inputs "
@@ -267,12 +315,13 @@ def leftpad_array(
         )
     arr = arr.astype(np.int64)
     end = np.broadcast_to(np.asarray(k_end), arr.shape)
-    bad = (arr < 0) | (arr > end)
-    if bad.any():
-        where = first_index(bad)[0]
-        raise ValueError(
+    require_within(
+        arr,
+        end,
+        lambda where: (
             f"key_leftpad[{where}] = {int(arr[where])} must lie in "
             f"0..{int(end[where])}, the end of that sequence's keys: they run from "
             f"key_leftpad to k_lengths (seqused_k, cache_seqlens) ({shapes})"
-        )
+        ),
+    )
     return arr

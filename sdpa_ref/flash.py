@@ -15,7 +15,7 @@ import tracemalloc
 import numpy as np
 
 from . import published
-from ._checks import positive_int, real_array
+from ._checks import positive_int, real_array, real_matrices
 from .backward import attention_backward, tiled_attention_backward
 from .core import attention, tiled_attention
 from .cost import attention_flops
@@ -384,14 +384,9 @@ def tiled_forward_trace(q, k, v, block_rows, block_cols, *, order="flash2"):
     >>> bool(t["max_abs_diff"] < 1e-15)
     True
     """
-    q = real_array(q, "q", min_ndim=2, dtype=np.float64)
-    k = real_array(k, "k", min_ndim=2, dtype=np.float64)
-    v = real_array(v, "v", min_ndim=2, dtype=np.float64)
-    if q.ndim != 2 or k.ndim != 2 or v.ndim != 2:
-        raise ValueError(
-            f"q, k and v must be 2-D (one head), got shapes {q.shape}, {k.shape} "
-            f"and {v.shape}"
-        )
+    q, k, v = real_matrices(
+        q, k, v, "q, k and v must be 2-D (one head), got shapes {q}, {k} and {v}"
+    )
     if q.shape[1] != k.shape[1] or k.shape[0] != v.shape[0]:
         raise ValueError(
             f"q (n_q, d), k (n_k, d) and v (n_k, d_v) must agree, got shapes "

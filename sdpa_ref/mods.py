@@ -36,6 +36,7 @@ in ``score`` (:func:`score_mod_derivative`).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
@@ -207,15 +208,7 @@ def and_masks(*mask_mods: MaskMod) -> MaskMod:
            [0, 1, 0],
            [0, 1, 1]])
     """
-    _check_callables(mask_mods, "and_masks")
-
-    def and_mask(b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
-        result: Any = np.True_
-        for mod in mask_mods:
-            result = result & mod(b, h, q_idx, kv_idx)
-        return result
-
-    return and_mask
+    return _combined(mask_mods, "and_masks", np.True_, operator.and_)
 
 
 def or_masks(*mask_mods: MaskMod) -> MaskMod:
@@ -231,21 +224,31 @@ def or_masks(*mask_mods: MaskMod) -> MaskMod:
            [1, 1, 0],
            [1, 1, 1]])
     """
-    _check_callables(mask_mods, "or_masks")
-
-    def or_mask(b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
-        result: Any = np.False_
-        for mod in mask_mods:
-            result = result | mod(b, h, q_idx, kv_idx)
-        return result
-
-    return or_mask
+    return _combined(mask_mods, "or_masks", np.False_, operator.or_)
 
 
-def _check_callables(mods: tuple[object, ...], name: str) -> None:
-    for i, mod in enumerate(mods):
+def _combined(
+    mask_mods: tuple[MaskMod, ...],
+    name: str,
+    start: np.bool_,
+    join: Callable[[Any, Any], Any],
+) -> MaskMod:
+    """``start`` joined with each mod's mask in turn; named as ``name``'s mod."""
+    for i, mod in enumerate(mask_mods):
         if not callable(mod):
             raise TypeError(f"{name} takes mask mods; argument {i} is {mod!r}")
+
+    def combined(b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
+        result: Any = start
+        for mod in mask_mods:
+            result = join(result, mod(b, h, q_idx, kv_idx))
+        return result
+
+    # Named as PyTorch names them: and_masks returns and_mask, which error
+    # messages quote.
+    combined.__name__ = name.removesuffix("s")
+    combined.__qualname__ = f"{name}.<locals>.{combined.__name__}"
+    return combined
 
 
 def create_mask(
@@ -670,8 +673,54 @@ def softcap(cap: float) -> ScoreMod:
     return _Softcap(cap)
 
 
-class _Alibi:
+class _LearnedBias:
+    """A score mod that adds to each score a multiple of one entry of a learned array.
+
+    The array is the attribute named by ``parameter``, which also names its
+    gradient in ``dscore_mod``. A subclass's ``_scatter`` says, for one
+    block, which entry each score reads (a flat index into the array,
+    broadcastable to the block) and how much ``grad`` there moves that
+    entry. The mod's derivative in ``score`` is 1.
+    """
+
+    __name__: str
+    parameter: str
+
+    def _learned(self) -> FloatArray:
+        learned: FloatArray = getattr(self, self.parameter)
+        return learned
+
+    def _scatter(
+        self, grad: FloatArray, b: Any, h: Any, q_idx: Any, kv_idx: Any
+    ) -> tuple[Any, FloatArray]:
+        raise NotImplementedError
+
+    def derivative(self, score: Any, b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
+        return np.ones((1,) * np.ndim(score))
+
+    def parameter_gradients(
+        self, grad: FloatArray, score: FloatArray, *position: Any
+    ) -> dict[str, FloatArray]:
+        # ``position`` is a mod's (b, h, q_idx, kv_idx). d/d entry = Σ grad ·
+        # (what the entry is multiplied by) over the scores that read it.
+        index, weighted = self._scatter(grad, *position)
+        learned = self._learned()
+        total = np.bincount(
+            np.broadcast_to(index, grad.shape).ravel(),
+            weights=weighted.ravel(),
+            minlength=learned.size,
+        )
+        gradient: FloatArray = total.reshape(learned.shape).astype(np.float64)
+        return {self.parameter: gradient}
+
+    def __repr__(self) -> str:
+        return f"{self.__name__}(<{self._learned().shape} {self.parameter}>)"
+
+
+class _Alibi(_LearnedBias):
     """``score + slopes[h] · (kv_idx - i')`` or ``- slopes[h] · |kv_idx - i'|``."""
+
+    parameter = "slopes"
 
     def __init__(self, slopes: FloatArray, offset: Offset, absolute: bool) -> None:
         self.slopes = slopes
@@ -689,31 +738,13 @@ class _Alibi:
     def __call__(self, score: Any, b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
         return score + self._slope(b, h) * self._distance(b, q_idx, kv_idx)
 
-    def derivative(self, score: Any, b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
-        return np.ones((1,) * np.ndim(score))
-
-    def parameter_gradients(  # noqa: PLR0917 (a mod's arguments, and grad)
-        self,
-        grad: FloatArray,
-        score: FloatArray,
-        b: Any,
-        h: Any,
-        q_idx: Any,
-        kv_idx: Any,
-    ) -> dict[str, FloatArray]:
-        # d/d slope[(b,) h] = Σ grad · distance over the entries it scales.
-        weighted = grad * self._distance(b, q_idx, kv_idx)
-        index = np.broadcast_to(
-            h if self.slopes.ndim == 1 else b * self.slopes.shape[1] + h, grad.shape
-        )
-        total = np.bincount(
-            index.ravel(), weights=weighted.ravel(), minlength=self.slopes.size
-        )
-        slopes: FloatArray = total.reshape(self.slopes.shape).astype(np.float64)
-        return {"slopes": slopes}
-
-    def __repr__(self) -> str:
-        return f"alibi(<{self.slopes.shape} slopes>)"
+    def _scatter(
+        self, grad: FloatArray, b: Any, h: Any, q_idx: Any, kv_idx: Any
+    ) -> tuple[Any, FloatArray]:
+        # slope[(b,) h] scales the distance.
+        index = h if self.slopes.ndim == 1 else b * self.slopes.shape[1] + h
+        weighted: FloatArray = grad * self._distance(b, q_idx, kv_idx)
+        return index, weighted
 
 
 def alibi(slopes: Any, *, offset: Offset = 0, absolute: bool = False) -> ScoreMod:
@@ -745,8 +776,10 @@ def alibi(slopes: Any, *, offset: Offset = 0, absolute: bool = False) -> ScoreMo
     return _Alibi(arr, offset, bool(absolute))
 
 
-class _RelativePositionBias:
+class _RelativePositionBias(_LearnedBias):
     """``score + table[h, clip(kv_idx - q_idx, -R, R) + R]``."""
+
+    parameter = "table"
 
     def __init__(self, table: FloatArray) -> None:
         self.table = table
@@ -761,31 +794,13 @@ class _RelativePositionBias:
         bias = self.table[column] if self.table.ndim == 1 else self.table[h, column]
         return score + bias
 
-    def derivative(self, score: Any, b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
-        return np.ones((1,) * np.ndim(score))
-
-    def parameter_gradients(  # noqa: PLR0917 (a mod's arguments, and grad)
-        self,
-        grad: FloatArray,
-        score: FloatArray,
-        b: Any,
-        h: Any,
-        q_idx: Any,
-        kv_idx: Any,
-    ) -> dict[str, FloatArray]:
+    def _scatter(
+        self, grad: FloatArray, b: Any, h: Any, q_idx: Any, kv_idx: Any
+    ) -> tuple[Any, FloatArray]:
+        # table[(h,) column] is added as it is.
         column = self._column(q_idx, kv_idx)
         width = self.table.shape[-1]
-        index = column if self.table.ndim == 1 else h * width + column
-        total = np.bincount(
-            np.broadcast_to(index, grad.shape).ravel(),
-            weights=grad.ravel(),
-            minlength=self.table.size,
-        )
-        table: FloatArray = total.reshape(self.table.shape).astype(np.float64)
-        return {"table": table}
-
-    def __repr__(self) -> str:
-        return f"relative_position_bias(<{self.table.shape} table>)"
+        return (column if self.table.ndim == 1 else h * width + column), grad
 
 
 def relative_position_bias(table: Any) -> ScoreMod:

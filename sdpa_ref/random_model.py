@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import positive_int, real_array
+from ._checks import nonnegative_float, positive_int, quantile_levels, real_array
 
 __all__ = [
     "BROKEN_MODELS",
@@ -451,9 +451,7 @@ def expected_max_score(n_keys, *, std=1.0, n_rows=10_000, seed=SEED):
     """
     n_keys = positive_int(n_keys, "n_keys")
     n_rows = positive_int(n_rows, "n_rows")
-    scale = float(std)
-    if not (np.isfinite(scale) and scale >= 0):
-        raise ValueError(f"std must be finite and nonnegative, got {std!r}")
+    scale = nonnegative_float(std, "std")
     rng = np.random.default_rng(seed)
     rows_at_once = max(1, 2**20 // n_keys)  # bounds memory for long rows
     total = 0.0
@@ -525,12 +523,8 @@ def row_top(n_keys, *, std=1.0, n_rows=5_000, seed=SEED, quantiles=(0.25, 0.5, 0
     n_rows = positive_int(n_rows, "n_rows")
     if n_keys < 2:
         raise ValueError(f"n_keys must be at least 2 to have a gap, got {n_keys}")
-    scale = float(std)
-    if not (np.isfinite(scale) and scale >= 0):
-        raise ValueError(f"std must be finite and nonnegative, got {std!r}")
-    levels = real_array(quantiles, "quantiles", min_ndim=1, dtype=np.float64)
-    if ((levels < 0) | (levels > 1)).any():
-        raise ValueError(f"quantiles must lie in [0, 1], got {levels}")
+    scale = nonnegative_float(std, "std")
+    levels = quantile_levels(quantiles)
     rng = np.random.default_rng(seed)
     rows_at_once = max(1, 2**20 // n_keys)  # bounds memory for long rows
     gaps, tops = [], []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import real_array
+from ._checks import nonnegative_float, quantile_levels, real_array
 from .core import softmax
 
 __all__ = [
@@ -181,6 +181,20 @@ def _rest_weight(weights):
     return np.sort(weights, axis=-1)[..., :-1].sum(axis=-1)
 
 
+def _saturation_curves(stretched, d_k):
+    """What :func:`saturation` measures of stretched score rows, raw and scaled."""
+    raw = softmax(stretched)
+    scaled = softmax(stretched / np.sqrt(d_k))
+    return {
+        "top_weight_raw": raw.max(axis=-1),
+        "top_weight_scaled": scaled.max(axis=-1),
+        "rest_weight_raw": _rest_weight(raw),
+        "rest_weight_scaled": _rest_weight(scaled),
+        "jacobian_norm_raw": softmax_jacobian_norm(raw),
+        "jacobian_norm_scaled": softmax_jacobian_norm(scaled),
+    }
+
+
 def saturation(scores, spreads, d_k):
     """Top weight and Jacobian norm as a score row is stretched.
 
@@ -221,16 +235,7 @@ def saturation(scores, spreads, d_k):
         )
     if (stretch < 0).any() or not np.isfinite(stretch).all():
         raise ValueError("spreads must be finite and nonnegative")
-    raw = softmax(stretch[:, None] * row)
-    scaled = softmax(stretch[:, None] * row / np.sqrt(d_k))
-    return {
-        "top_weight_raw": raw.max(axis=-1),
-        "top_weight_scaled": scaled.max(axis=-1),
-        "rest_weight_raw": _rest_weight(raw),
-        "rest_weight_scaled": _rest_weight(scaled),
-        "jacobian_norm_raw": softmax_jacobian_norm(raw),
-        "jacobian_norm_scaled": softmax_jacobian_norm(scaled),
-    }
+    return _saturation_curves(stretch[:, None] * row, d_k)
 
 
 def top_gap(scores):
@@ -305,23 +310,9 @@ def saturation_quantiles(rows, spread, d_k, quantiles=(0.25, 0.5, 0.75)):
     base = real_array(rows, "rows", min_ndim=2, dtype=np.float64)
     if base.ndim != 2:
         raise ValueError(f"rows must be 2-D, got shape {base.shape}")
-    stretch = float(spread)
-    if not (np.isfinite(stretch) and stretch >= 0):
-        raise ValueError(f"spread must be finite and nonnegative, got {spread!r}")
-    levels = real_array(quantiles, "quantiles", min_ndim=1, dtype=np.float64)
-    if ((levels < 0) | (levels > 1)).any():
-        raise ValueError(f"quantiles must lie in [0, 1], got {levels}")
-    raw = softmax(stretch * base)
-    scaled = softmax(stretch * base / np.sqrt(d_k))
-    per_row = {
-        "top_weight_raw": raw.max(axis=-1),
-        "top_weight_scaled": scaled.max(axis=-1),
-        "rest_weight_raw": _rest_weight(raw),
-        "rest_weight_scaled": _rest_weight(scaled),
-        "jacobian_norm_raw": softmax_jacobian_norm(raw),
-        "jacobian_norm_scaled": softmax_jacobian_norm(scaled),
-        "top_gap": top_gap(base),
-    }
+    stretch = nonnegative_float(spread, "spread")
+    levels = quantile_levels(quantiles)
+    per_row = {**_saturation_curves(stretch * base, d_k), "top_gap": top_gap(base)}
     return {name: np.quantile(v, levels) for name, v in per_row.items()}
 
 

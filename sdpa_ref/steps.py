@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import positive_int, real_array
+from ._checks import positive_int, real_matrices
 from .core import attention, causal_mask, naive_softmax, softmax
 from .cost import score_bytes
 from .precision import BFLOAT16_MAX
@@ -47,14 +47,9 @@ def attention_steps(q, k, v, *, is_causal=False):
     >>> steps["weights"][1].round(3)
     array([0.731, 0.269, 0.   , 0.   ])
     """
-    q = real_array(q, "q", min_ndim=2, dtype=np.float64)
-    k = real_array(k, "k", min_ndim=2, dtype=np.float64)
-    v = real_array(v, "v", min_ndim=2, dtype=np.float64)
-    if q.ndim != 2 or k.ndim != 2 or v.ndim != 2:
-        raise ValueError(
-            f"attention_steps takes 2-D q, k, v, got shapes {q.shape}, {k.shape}, "
-            f"{v.shape}"
-        )
+    q, k, v = real_matrices(
+        q, k, v, "attention_steps takes 2-D q, k, v, got shapes {q}, {k}, {v}"
+    )
     output = attention(q, k, v, is_causal=is_causal)  # validates the shapes too
     scores = q @ k.T
     scaled = scores / np.sqrt(q.shape[-1])

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._arrays import BoolArray, FloatArray, IntArray, as_array
-from ._checks import first_index
+from ._checks import first_index, require_within
 
 __all__ = [
     "Packing",
@@ -117,12 +117,11 @@ def _per_sequence(
             f"{name} must be an integer array of shape (B,) = ({batch},), one per "
             f"sequence, got dtype {arr.dtype} and shape {arr.shape}"
         )
-    bad = (arr < 0) | (arr > upper)
-    if bad.any():
-        b = first_index(bad)[0]
-        raise ValueError(
-            f"{name}[{b}] = {int(arr[b])} must lie in 0..{int(upper[b])}, {what}"
-        )
+    require_within(
+        arr,
+        upper,
+        lambda b: f"{name}[{b}] = {int(arr[b])} must lie in 0..{int(upper[b])}, {what}",
+    )
     result: IntArray = arr.astype(np.intp)
     return result
 
