@@ -12,8 +12,8 @@ causal mask, the worked example, the random model that gives the 1/√d_k and
 the spread of the weights that it protects. The site's other computations
 live in their subject modules, imported as modules: ``sdpa_ref.cost``,
 ``sdpa_ref.flash``, ``sdpa_ref.flex``, ``sdpa_ref.masks``, ``sdpa_ref.precision``,
-``sdpa_ref.similarity``, ``sdpa_ref.steps``, ``sdpa_ref.training`` and
-``sdpa_ref.variants``.
+``sdpa_ref.scales``, ``sdpa_ref.similarity``, ``sdpa_ref.steps``,
+``sdpa_ref.training`` and ``sdpa_ref.variants``.
 """
 
 # The subject modules are imported so that ``sdpa_ref.cost.cost_table`` works
@@ -28,6 +28,7 @@ from . import (  # noqa: F401
     mods,
     precision,
     random_model,
+    scales,
     similarity,
     spread,
     steps,

@@ -36,11 +36,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import published
+from . import published, scales
 from ._checks import positive_int
 from .backward import attention_backward
 from .core import attention, softmax
 from .random_model import SEED, standard_score_row
+from .scales import scale_factor
 from .spread import entropy, softmax_jacobian, softmax_jacobian_norm
 
 __all__ = [
@@ -94,7 +95,8 @@ __all__ = [
 ]
 
 #: The divisors compared, 1/√d_k (the paper's), 1 (none) and 1/d_k (μP's).
-SCALES = ("sqrt", "none", "linear")
+#: They are :data:`sdpa_ref.scales.FIXED`, the paper's first.
+SCALES = ("sqrt", *(name for name in scales.FIXED if name != "sqrt"))
 #: Head widths of the queries and keys.
 WIDTHS = (16, 64, 256)
 #: One training run per seed and arm; the seed fixes the data and the init.
@@ -202,21 +204,6 @@ class History(NamedTuple):
     grad_norm_q: np.ndarray
 
 
-def scale_factor(scale, d_k):
-    """The number that multiplies ``q·k`` for a scale name.
-
-    Examples
-    --------
-    >>> [scale_factor(s, 64) for s in SCALES]
-    [0.125, 1.0, 0.015625]
-    """
-    d_k = positive_int(d_k, "d_k")
-    factors = {"sqrt": 1 / np.sqrt(d_k), "none": 1.0, "linear": 1 / d_k}
-    if scale not in factors:
-        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
-    return float(factors[scale])
-
-
 def init_score_std(d_k, scale, setting=Setting()):
     """Standard deviation of the scaled scores at initialisation.
 
@@ -321,6 +308,7 @@ def scaled_scores(params, batch, scale):
     keys, values, asked, _ = batch
     n_models, n_batch = keys.shape[:2]
     d_k = params["w_q"].shape[2]
+    scale_factor(scale, d_k)  # one of the experiment's scales, which only multiply
     rows = np.arange(n_models)[:, None]
     asked_keys = np.take_along_axis(keys, asked[..., None], -1)[..., 0]
     query = params["key_embedding"][rows, asked_keys]  # (models, batch, d_model)
@@ -333,7 +321,7 @@ def scaled_scores(params, batch, scale):
     k = key_table[rows, flat_keys] + value_table[rows, flat_values]
     k = k.reshape(n_models, n_batch, -1, d_k)
     q = (query @ params["w_q"])[:, :, None, :]
-    return scale_factor(scale, d_k) * (q @ np.swapaxes(k, 2, 3))
+    return scales.scaled_scores(q, k, scale)
 
 
 def gradients(params, batch, scale):

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import example as authored
-from . import published
+from . import published, scales
 from ._checks import positive_int, real_array
 from .core import attention
 from .cost import kv_cache_bytes
 from .random_model import SEED
+from .scales import rms_normalise, scaled_scores
 from .spread import entropy
 
 __all__ = [
@@ -54,14 +55,16 @@ MODEL_SHAPES = published.MODEL_SHAPES
 #: positions, so past it the cache stops growing.
 MISTRAL_7B_WINDOW = published.MISTRAL_7B_WINDOW
 
-#: The fixed gain of the cosine form of QK-normalisation on this site. Henry
-#: et al. (2020) learn it, so a trained model would move it.
-QK_NORM_GAIN = 4.0
+#: The fixed gain of the cosine form of QK-normalisation on this site,
+#: :data:`sdpa_ref.scales.QK_NORM_GAIN`. Henry et al. (2020) learn it, so a
+#: trained model would move it.
+QK_NORM_GAIN = scales.QK_NORM_GAIN
 
-#: The scale rules compared on the variants page, in order. ``QK-norm`` is the
+#: The scale rules compared on the variants page, in order, the labels of
+#: :data:`sdpa_ref.scales.TABLE`. ``QK-norm`` is the
 #: cosine form (unit vectors times a gain, no ``1/√d_k``); ``RMSNorm + 1/√d_k``
 #: normalises q and k to root-mean-square 1 and keeps the standard divisor.
-SCALE_CHOICES = ("none", "1/√d_k", "1/d_k", "QK-norm", "RMSNorm + 1/√d_k")
+SCALE_CHOICES = scales.LABELS
 
 #: Seeded draws of the random features that each mean error averages over.
 #: With ten, the mean at one feature count could sit level with the next
@@ -321,57 +324,6 @@ def random_feature_error_by_query(
         "mse_factor": np.expm1(norm_sq),
         "output_error": np.mean(errors, axis=0),
     }
-
-
-def rms_normalise(x):
-    """Divide each vector by its root mean square: RMSNorm without its learned weight.
-
-    The result has length ``sqrt(d)``, so ``rms(q)·rms(k) = d · cos(q, k)``.
-
-    Examples
-    --------
-    >>> rms_normalise(np.array([[3.0, 4.0]])).round(4)  # RMS of [3, 4] is √12.5
-    array([[0.8485, 1.1314]])
-    """
-    x = real_array(x, "x", min_ndim=1, dtype=np.float64)
-    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True))
-
-
-def scaled_scores(q, k, choice, *, gain=QK_NORM_GAIN):
-    """Score rows under one of :data:`SCALE_CHOICES`.
-
-    ``none`` is ``q·k``; ``1/√d_k`` the standard rule; ``1/d_k`` the
-    muP choice, which assumes q·k grows like ``d_k``; ``QK-norm`` scales unit
-    vectors, ``gain * cos(q, k)``, so the width drops out;
-    ``RMSNorm + 1/√d_k`` normalises both sides with :func:`rms_normalise`
-    and keeps the standard divisor, giving ``sqrt(d_k) * cos(q, k)``.
-
-    Examples
-    --------
-    >>> q, k = np.array([[2.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 1.0]])
-    >>> scaled_scores(q, k, "1/d_k")
-    array([[1., 0.]])
-    >>> scaled_scores(q, k, "QK-norm")
-    array([[4., 0.]])
-    >>> scaled_scores(q, k, "RMSNorm + 1/√d_k").round(4)  # √2 · cos
-    array([[1.4142, 0.    ]])
-    """
-    q = real_array(q, "q", min_ndim=2, dtype=np.float64)
-    k = real_array(k, "k", min_ndim=2, dtype=np.float64)
-    d = q.shape[-1]
-    if choice == "none":
-        return q @ k.T
-    if choice == "1/√d_k":
-        return q @ k.T / np.sqrt(d)
-    if choice == "1/d_k":
-        return q @ k.T / d
-    if choice == "QK-norm":
-        qn = q / np.linalg.norm(q, axis=-1, keepdims=True)
-        kn = k / np.linalg.norm(k, axis=-1, keepdims=True)
-        return gain * (qn @ kn.T)
-    if choice == "RMSNorm + 1/√d_k":
-        return rms_normalise(q) @ rms_normalise(k).T / np.sqrt(d)
-    raise ValueError(f"choice must be one of {SCALE_CHOICES}, got {choice!r}")
 
 
 def scale_choice_entropies(widths, vectors, n_keys=8, n_queries=64, *, seed=SEED):

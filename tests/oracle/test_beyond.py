@@ -203,7 +203,7 @@ def test_each_scale_choice_holds_only_its_own_growth():
     assert np.ptp(rnd["1/√d_k"]) < 0.1
     assert rnd["none"][-1] < 0.2
     assert rnd["1/d_k"][-1] > 0.99 * np.log(8)
-    with pytest.raises(ValueError, match="choice must be one of"):
+    with pytest.raises(ValueError, match=r"scale must be one of .*, got 'half'"):
         variants.scaled_scores(np.ones((1, 2)), np.ones((1, 2)), "half")
 
 

@@ -126,6 +126,10 @@ def test_the_scale_legend_sits_outside_both_panels():
     assert len(fig.legends[0].get_texts()) == len(variants.SCALE_CHOICES)
 
 
+def test_every_scale_choice_has_its_legend_text():
+    assert tuple(variant_figures.SCALE_LABELS) == variants.SCALE_CHOICES
+
+
 def test_two_kinds_of_qk_norm_behave_as_the_page_says():
     ex = variants.scale_choice_entropies(example.WIDTHS, "example")
     rms = ex["RMSNorm + 1/√d_k"]
