@@ -9,11 +9,13 @@ from .style import (
     INK,
     MUTED,
     PAGE_WIDTH,
+    SCALE_LINES,
     SCALED_COLOR,
     SERIES_COLORS,
     UNSCALED_COLOR,
+    log_axis,
     new_figure,
-    plain_log_ticks,
+    note,
     styled,
 )
 
@@ -58,10 +60,8 @@ def std_vs_width_figure(
         markersize=6,
         label="measured, raw q·k",
     )
-    raw_ax.set_xscale("log", base=2)
-    plain_log_ticks(raw_ax, "x")
-    raw_ax.set_yscale("log", base=2)
-    plain_log_ticks(raw_ax, "y")
+    log_axis(raw_ax, "x")
+    log_axis(raw_ax, "y")
     raw_ax.set_xlabel(r"head width $d_k$")
     raw_ax.set_ylabel("standard deviation of q·k")
     raw_ax.set_title(r"Raw scores spread like $\sqrt{d_k}$", loc="left")
@@ -86,8 +86,7 @@ def std_vs_width_figure(
         markersize=6,
         label=r"measured, $q\cdot k / \sqrt{d_k}$",
     )
-    scaled_ax.set_xscale("log", base=2)
-    plain_log_ticks(scaled_ax, "x")
+    log_axis(scaled_ax, "x")
     scaled_ax.set_ylim(0.8, 1.2)
     scaled_ax.set_xlabel(r"head width $d_k$")
     scaled_ax.set_ylabel(r"standard deviation of $q\cdot k / \sqrt{d_k}$")
@@ -143,10 +142,8 @@ def broken_models_figure(widths, sweep, labels):
         va="bottom",
         color=MUTED,
     )
-    ax.set_xscale("log", base=2)
-    plain_log_ticks(ax, "x")
-    ax.set_yscale("log", base=2)
-    plain_log_ticks(ax, "y")
+    log_axis(ax, "x")
+    log_axis(ax, "y")
     ax.set_xlabel(r"head width $d_k$")
     ax.set_ylabel("standard deviation of q·k")
     ax.legend(loc="upper left")
@@ -186,15 +183,14 @@ def saturation_figure(spreads, curves, d_k, highlight=None, cap=None):
         ax.plot(
             spreads,
             curves[f"{key}_raw"],
-            color=UNSCALED_COLOR,
-            linestyle="--",
+            **SCALE_LINES["none"],
             linewidth=2,
             label="unscaled",
         )
         ax.plot(
             spreads,
             curves[f"{key}_scaled"],
-            color=SCALED_COLOR,
+            **SCALE_LINES["sqrt"],
             linewidth=2,
             label=f"scaled by 1/√{d_k}",
         )
@@ -206,26 +202,17 @@ def saturation_figure(spreads, curves, d_k, highlight=None, cap=None):
     jac_ax.set_ylim(1e-12, 8)
     if cap is not None:
         jac_ax.axhline(cap, color=MUTED, linewidth=1, linestyle="-.")
-        jac_ax.annotate(
+        note(
+            jac_ax,
             f"largest possible: {cap:g}",
             (spreads[-1], cap),
-            xytext=(0, 3),
-            textcoords="offset points",
+            (0, 3),
             ha="right",
-            va="bottom",
             color=MUTED,
         )
     if highlight is not None:
         for ax, y in ((top_ax, 0.03), (jac_ax, 1e-3)):
-            ax.annotate(
-                f"$d_k$ = {d_k}",
-                (highlight, y),
-                xytext=(-3, 0),
-                textcoords="offset points",
-                ha="right",
-                va="bottom",
-                color=INK,
-            )
+            note(ax, f"$d_k$ = {d_k}", (highlight, y), (-3, 0), ha="right", color=INK)
     top_ax.set_title("Softmax concentrates ...", loc="left")
     jac_ax.set_title("... and passes back less gradient", loc="left")
     return fig
@@ -264,29 +251,26 @@ def entropy_vs_divisor_figure(divisors, entropies, labels, ceiling, marks):
             label=label,
         )
     ax.axhline(ceiling, color=MUTED, linewidth=1, linestyle=":")
-    ax.annotate(
+    note(
+        ax,
         f"ceiling $\\ln n_k$ = {ceiling:.3f} nats",
         (divisors[0], ceiling),
-        xytext=(2, 4),
-        textcoords="offset points",
+        (2, 4),
         ha="left",
-        va="bottom",
         color=MUTED,
     )
     for label, t in marks.items():
         ax.axvline(t, color=MUTED, linewidth=0.8)
-        ax.annotate(
+        note(
+            ax,
             label,
             (t, 1.0),
+            (0, 3),
             xycoords=("data", "axes fraction"),
-            xytext=(0, 3),
-            textcoords="offset points",
             ha="center",
-            va="bottom",
             color=INK,
         )
-    ax.set_xscale("log", base=2)
-    plain_log_ticks(ax, "x")
+    log_axis(ax, "x")
     ax.set_ylim(0, ceiling * 1.12)
     ax.set_xlabel("temperature τ, the divisor of the scores")
     ax.set_ylabel("entropy of the weights (nats)")

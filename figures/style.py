@@ -37,6 +37,13 @@ INK = "#1a1a1a"
 MUTED = "#595959"  # 7:1 on white
 #: Series colours for figures whose lines are not keys.
 SERIES_COLORS = ("#0072B2", "#D55E00", "#009E73", "#BF5F99", "#1a1a1a")
+#: A colour and a line style per scale of the scores (divided by √d_k, not
+#: divided, divided by d_k), so that the lines differ without colour too.
+SCALE_LINES = {
+    "sqrt": {"color": SCALED_COLOR, "linestyle": "-"},
+    "none": {"color": UNSCALED_COLOR, "linestyle": "--"},
+    "linear": {"color": SERIES_COLORS[2], "linestyle": "-."},
+}
 #: A sequential colour map that stays readable in grey and for colour-blind readers.
 HEATMAP_CMAP = "cividis"
 
@@ -154,6 +161,30 @@ def plain_log_ticks(ax, axis: str = "x") -> None:
     """
     target = ax.xaxis if axis == "x" else ax.yaxis
     target.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+
+
+def log_axis(ax, axis: str = "x", base: float = 2) -> None:
+    """Put ``axis`` of ``ax`` on a log scale, its ticks labelled as plain numbers.
+
+    See :func:`plain_log_ticks`.
+    """
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log", base=base)
+    plain_log_ticks(ax, axis)
+
+
+def note(ax, text, xy, offset, **kwargs):
+    """Write ``text`` ``offset`` points away from the point ``xy``.
+
+    The text stands on that spot (``va="bottom"``) unless ``kwargs``, passed
+    on to ``ax.annotate``, say otherwise.
+    """
+    return ax.annotate(
+        text,
+        xy,
+        xytext=offset,
+        textcoords="offset points",
+        **{"va": "bottom", **kwargs},
+    )
 
 
 def _buckets(n: int, points: int) -> list[np.ndarray]:

@@ -32,6 +32,33 @@ def markdown_table(header, rows, align=None):
     return "\n".join(lines)
 
 
+def records_markdown(records, columns, align=None):
+    """A Markdown table with one row per record (a mapping).
+
+    ``columns`` maps each column's heading to the record's key for it and how
+    to write its value: a format string, or a function of the value.
+
+    Examples
+    --------
+    >>> columns = {"n": ("n", "{:,}"), "x": ("x", str)}
+    >>> print(records_markdown([{"n": 1024, "x": 0.5}], columns))
+    | n | x |
+    | :-- | --: |
+    | 1,024 | 0.5 |
+    """
+    return markdown_table(
+        list(columns),
+        [
+            [
+                fmt(record[key]) if callable(fmt) else fmt.format(record[key])
+                for key, fmt in columns.values()
+            ]
+            for record in records
+        ],
+        align,
+    )
+
+
 def vector(values, fmt="{:g}"):
     """A vector as ``[a, b, c]`` with typographic minus signs.
 
@@ -182,42 +209,29 @@ def cost_markdown(rows):
     >>> print(cost_markdown(cost_table([1024], itemsize=2)).splitlines()[-1])
     | 1,024 | 134.2 M | 2 MiB | 1× |
     """
-    return markdown_table(
-        ["sequence length n", "multiply-adds", "scores of one head", "growth"],
-        [
-            [
-                f"{r['n']:,}",
-                human_count(r["macs"]),
-                human_bytes(r["score_bytes"]),
-                f"{r['macs_growth']:,.0f}×",
-            ]
-            for r in rows
-        ],
+    return records_markdown(
+        rows,
+        {
+            "sequence length n": ("n", "{:,}"),
+            "multiply-adds": ("macs", human_count),
+            "scores of one head": ("score_bytes", human_bytes),
+            "growth": ("macs_growth", "{:,.0f}×"),
+        },
     )
 
 
 def memory_markdown(rows):
     """The measured memory of :func:`sdpa_ref.flash.memory_sweep`."""
-    return markdown_table(
-        [
-            "n",
-            "dense attention",
-            "tiled attention",
-            "one n × n float64 matrix",
-            "dense / tiled",
-            "max |dense − tiled|",
-        ],
-        [
-            [
-                f"{r['n']:,}",
-                human_bytes(r["dense_bytes"]),
-                human_bytes(r["tiled_bytes"]),
-                human_bytes(r["score_bytes"]),
-                f"{r['memory_ratio']:.1f}×",
-                f"{r['max_abs_diff']:.1e}",
-            ]
-            for r in rows
-        ],
+    return records_markdown(
+        rows,
+        {
+            "n": ("n", "{:,}"),
+            "dense attention": ("dense_bytes", human_bytes),
+            "tiled attention": ("tiled_bytes", human_bytes),
+            "one n × n float64 matrix": ("score_bytes", human_bytes),
+            "dense / tiled": ("memory_ratio", "{:.1f}×"),
+            "max |dense − tiled|": ("max_abs_diff", "{:.1e}"),
+        },
     )
 
 
@@ -272,24 +286,15 @@ def traffic_markdown(rows):
     def millions(count):
         return f"{count / 1e6:,.0f}" if count >= 1e8 else f"{count / 1e6:.1f}"
 
-    return markdown_table(
-        [
-            "N",
-            "standard",
-            "÷ FA",
-            "÷ FA-2 loop order, FA's blocks",
-            "÷ FA-2 kernel's blocks",
-        ],
-        [
-            [
-                f"{r['n']:,}",
-                millions(r["standard"]),
-                f"{r['ratio']:.1f}×",
-                f"{r['ratio2']:.1f}×",
-                f"{r['ratio2_kernel']:.1f}×",
-            ]
-            for r in rows
-        ],
+    return records_markdown(
+        rows,
+        {
+            "N": ("n", "{:,}"),
+            "standard": ("standard", millions),
+            "÷ FA": ("ratio", "{:.1f}×"),
+            "÷ FA-2 loop order, FA's blocks": ("ratio2", "{:.1f}×"),
+            "÷ FA-2 kernel's blocks": ("ratio2_kernel", "{:.1f}×"),
+        },
     )
 
 
@@ -375,44 +380,30 @@ def precision_markdown(rows, dtypes):
 
 def kv_markdown(rows):
     """KV-cache sizes of :func:`sdpa_ref.variants.kv_cache_table`."""
-    return markdown_table(
-        [
-            "model",
-            "layers",
-            "query heads",
-            "key/value heads",
-            "head width",
-            "KV cache per sequence",
-            "vs. multi-head",
-        ],
-        [
-            [
-                r["model"],
-                str(r["layers"]),
-                str(r["q_heads"]),
-                str(r["kv_heads"]),
-                str(r["head_dim"]),
-                human_bytes(r["bytes"]),
-                f"{r['vs_multi_head']:.3f}",
-            ]
-            for r in rows
-        ],
+    return records_markdown(
+        rows,
+        {
+            "model": ("model", str),
+            "layers": ("layers", str),
+            "query heads": ("q_heads", str),
+            "key/value heads": ("kv_heads", str),
+            "head width": ("head_dim", str),
+            "KV cache per sequence": ("bytes", human_bytes),
+            "vs. multi-head": ("vs_multi_head", "{:.3f}"),
+        },
     )
 
 
 def window_markdown(rows):
     """Pairs kept by a sliding window, from :func:`sdpa_ref.masks.window_pairs`."""
-    return markdown_table(
-        ["n", "causal pairs", "pairs in the window", "fraction kept"],
-        [
-            [
-                f"{r['n']:,}",
-                f"{r['causal']:,}",
-                f"{r['window']:,}",
-                f"{r['fraction']:.4f}",
-            ]
-            for r in rows
-        ],
+    return records_markdown(
+        rows,
+        {
+            "n": ("n", "{:,}"),
+            "causal pairs": ("causal", "{:,}"),
+            "pairs in the window": ("window", "{:,}"),
+            "fraction kept": ("fraction", "{:.4f}"),
+        },
     )
 
 

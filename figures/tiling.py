@@ -54,6 +54,23 @@ def _box(ax, rect, title, *, title_at="top"):
     ax.text(x + 2, ty, title, ha="left", va=va, fontsize=9.5, color=INK)
 
 
+def _rect(ax, rect, facecolor, edgecolor, *, linewidth=0.8, **kwargs):
+    """A rectangle (x, y, width, height), drawn over the axes' edges (no clipping)."""
+    x, y, w, h = rect
+    ax.add_patch(
+        Rectangle(
+            (x, y),
+            w,
+            h,
+            facecolor=facecolor,
+            edgecolor=edgecolor,
+            linewidth=linewidth,
+            clip_on=False,
+            **kwargs,
+        )
+    )
+
+
 def _arrow(ax, start, end, color):
     ax.add_patch(
         FancyArrowPatch(
@@ -139,17 +156,7 @@ def tiling_figure(hbm_gb=(40, 80), sram_kb=192, blocks=6, query_block=1, key_blo
         )  # fmt: skip
         # One rectangle per matrix and one path for its block edges keep the
         # SVG small; the lit block is drawn over them.
-        ax.add_patch(
-            Rectangle(
-                (x, BAR_BOTTOM),
-                BAR_WIDTH,
-                BAR_TOP - BAR_BOTTOM,
-                facecolor=IDLE_FILL,
-                edgecolor=MUTED,
-                linewidth=0.8,
-                clip_on=False,
-            )
-        )
+        _rect(ax, (x, BAR_BOTTOM, BAR_WIDTH, BAR_TOP - BAR_BOTTOM), IDLE_FILL, MUTED)
         edges_y = [BAR_BOTTOM + t * block_h for t in range(1, blocks)]
         ax.plot(
             [v for _ in edges_y for v in (x, x + BAR_WIDTH, None)],
@@ -158,17 +165,8 @@ def tiling_figure(hbm_gb=(40, 80), sram_kb=192, blocks=6, query_block=1, key_blo
             linewidth=0.8,
             clip_on=False,
         )
-        ax.add_patch(
-            Rectangle(
-                (x, BAR_TOP - (lit[name] + 1) * block_h),
-                BAR_WIDTH,
-                block_h,
-                facecolor=BLOCK_COLORS[name],
-                edgecolor=INK,
-                linewidth=0.8,
-                clip_on=False,
-            )
-        )
+        lit_y = BAR_TOP - (lit[name] + 1) * block_h
+        _rect(ax, (x, lit_y, BAR_WIDTH, block_h), BLOCK_COLORS[name], INK)
         y_lit = BAR_TOP - (lit[name] + 0.5) * block_h
         block_label = "block i" if name in ("Q", "O") else "block j"
         ax.text(
@@ -176,17 +174,7 @@ def tiling_figure(hbm_gb=(40, 80), sram_kb=192, blocks=6, query_block=1, key_blo
         )
 
         # The same block on chip, straight below, and the arrow between them.
-        ax.add_patch(
-            Rectangle(
-                (x, SRAM_BLOCK_Y),
-                BAR_WIDTH,
-                block_h,
-                facecolor=BLOCK_COLORS[name],
-                edgecolor=INK,
-                linewidth=0.8,
-                clip_on=False,
-            )
-        )
+        _rect(ax, (x, SRAM_BLOCK_Y, BAR_WIDTH, block_h), BLOCK_COLORS[name], INK)
         hbm_end, chip_end = BAR_BOTTOM - 0.5, SRAM_BLOCK_Y + block_h + 0.5
         centre = x + BAR_WIDTH / 2
         if name == "O":
@@ -209,18 +197,8 @@ def tiling_figure(hbm_gb=(40, 80), sram_kb=192, blocks=6, query_block=1, key_blo
     )  # fmt: skip
     # The scores and weights of blocks (i, j): made, used and dropped on chip.
     s_x, s_w = COLUMNS["K"], COLUMNS["V"] + BAR_WIDTH - COLUMNS["K"]
-    ax.add_patch(
-        Rectangle(
-            (s_x, 11.0),
-            s_w,
-            11.5,
-            facecolor=BLOCK_COLORS["S"],
-            alpha=0.25,
-            edgecolor=BLOCK_COLORS["S"],
-            linewidth=1.2,
-            clip_on=False,
-        )
-    )
+    s_color = BLOCK_COLORS["S"]
+    _rect(ax, (s_x, 11.0, s_w, 11.5), s_color, s_color, linewidth=1.2, alpha=0.25)
     ax.text(
         s_x + s_w / 2, 16.75, "S and P of blocks i, j:\nnever written to HBM",
         ha="center", va="center", fontsize=MIN_FONT_PT, color=INK, linespacing=1.15,

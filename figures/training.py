@@ -11,20 +11,19 @@ from .style import (
     MIN_FONT_PT,
     MUTED,
     PAGE_WIDTH,
-    SCALED_COLOR,
+    SCALE_LINES,
     SERIES_COLORS,
-    UNSCALED_COLOR,
+    log_axis,
     new_figure,
-    plain_log_ticks,
+    note,
     styled,
 )
 from .tables import markdown_table, number
 
-#: One colour and line style per scale, so that the lines differ without colour.
+#: One colour, line style and marker per scale, so that the lines differ without colour.
 SCALE_STYLE = {
-    "sqrt": {"color": SCALED_COLOR, "linestyle": "-", "marker": "o"},
-    "none": {"color": UNSCALED_COLOR, "linestyle": "--", "marker": "s"},
-    "linear": {"color": SERIES_COLORS[2], "linestyle": "-.", "marker": "^"},
+    scale: {**SCALE_LINES[scale], "marker": marker}
+    for scale, marker in (("sqrt", "o"), ("none", "s"), ("linear", "^"))
 }
 #: How each scale is named in legends and tables.
 SCALE_LABEL = {"sqrt": r"$1/\sqrt{d_k}$", "none": "unscaled", "linear": r"$1/d_k$"}
@@ -262,14 +261,13 @@ def long_run_figure(result, baselines=None, window=WINDOW):
         )
     _draw_references(ax, baselines, ACCURACY_LINES, 100.0)
     ax.axvline(result["steps"], color=MUTED, linestyle=(0, (1, 2)), linewidth=1.1)
-    ax.annotate(
+    note(
+        ax,
         f"budget ends,\nstep {result['steps']}",
         (result["steps"], 31),
-        xytext=(4, 0),
-        textcoords="offset points",
+        (4, 0),
         color=MUTED,
         fontsize=MIN_FONT_PT,
-        va="bottom",
     )
     ax.set_xlim(0, long["steps"])
     ax.set_ylim(0, 105)
@@ -349,13 +347,11 @@ def final_figure(result, panels=FINAL_PANELS, baselines=None):
         else:
             _final(ax, result, setting, field, 1.0)
             _draw_references(ax, baselines, BASELINE_LINES)
-            ax.set_yscale("log")
-            plain_log_ticks(ax, "y")
+            log_axis(ax, "y", base=10)
             # Unlabelled minor ticks would add weight, not information.
             ax.yaxis.set_minor_locator(NullLocator())
             ax.set_ylabel("loss (nats)")
-    axes[-1].set_xscale("log", base=2)
-    plain_log_ticks(axes[-1], "x")
+    log_axis(axes[-1], "x")
     axes[-1].set_xticks(widths)
     axes[-1].set_xlabel("head width $d_k$")
     _legend_top(fig, axes[0])

@@ -7,7 +7,8 @@ import numpy as np
 from .style import MUTED, PAGE_WIDTH, SERIES_COLORS, new_figure, plain_log_ticks, styled
 from .tables import markdown_table, number
 
-#: Legend text for each of :data:`sdpa_ref.variants.SCALE_CHOICES`.
+#: Legend text for each of :data:`sdpa_ref.variants.SCALE_CHOICES`, the labels
+#: of :data:`sdpa_ref.scales.TABLE`.
 SCALE_LABELS = {
     "none": "none",
     "1/√d_k": r"$1/\sqrt{d_k}$",

@@ -219,23 +219,28 @@ def root(data=None):
 PLANE_UNIT, PLANE_LEFT, PLANE_TOP, PLANE_RIGHT, PLANE_BOTTOM = 22, 34, 8, 8, 34
 #: A value's label: font size, and the room a character takes, in plane units.
 LABEL_SIZE, LABEL_CHAR = 10, 6.0
+
+
+def _label_ring(side, above, below, over, under):
+    """A value's label spots at one distance from its dot.
+
+    Each is (dx, dy, anchor) to the label's baseline: beside the dot above it
+    (right, left), beside it below (right, left), then centred over and under it.
+    """
+    return (
+        (side, above, "start"),
+        (-side, above, "end"),
+        (side, below, "start"),
+        (-side, below, "end"),
+        (0, over, "middle"),
+        (0, under, "middle"),
+    )
+
+
 #: Where a value's label may sit, in order of preference: (dx, dy, anchor)
-#: from the value's dot, to its baseline.
-LABEL_SPOTS = (
-    (9, -9, "start"),
-    (-9, -9, "end"),
-    (9, 17, "start"),
-    (-9, 17, "end"),
-    (0, -11, "middle"),
-    (0, 21, "middle"),
-    # Clear of an output sitting on the dot itself (a saturated softmax).
-    (15, -13, "start"),
-    (-15, -13, "end"),
-    (15, 24, "start"),
-    (-15, 24, "end"),
-    (0, -16, "middle"),
-    (0, 26, "middle"),
-)
+#: from the value's dot, to its baseline; the farther ring keeps clear of an
+#: output sitting on the dot itself (a saturated softmax).
+LABEL_SPOTS = _label_ring(9, -9, 17, -11, 21) + _label_ring(15, -13, 24, -16, 26)
 
 
 def _overlap(a, b):

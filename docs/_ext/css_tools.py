@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
 
 CLASS = re.compile(r"\.(-?[_a-zA-Z][\w-]*)")
 _URL = re.compile(r"url\(\s*([\"']?)(?!data:|https?:|/|#)([^\"')]+)\1\s*\)")
@@ -61,18 +62,28 @@ def blocks(css: str):
     return out
 
 
-def split_selectors(prelude: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, c in enumerate(prelude):
-        if c in "([":
+def _split_outside(text: str, sep: str) -> list[str]:
+    """``text`` split at each ``sep`` outside strings, () and []; blank parts dropped."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, c in enumerate(text):
+        if quote:
+            quote = "" if c == quote and text[i - 1] != "\\" else quote
+        elif c in "\"'":
+            quote = c
+        elif c in "([":
             depth += 1
         elif c in ")]":
             depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(prelude[start:i])
+        elif c == sep and depth == 0:
+            parts.append(text[start:i])
             start = i + 1
-    parts.append(prelude[start:])
+    parts.append(text[start:])
     return [p.strip() for p in parts if p.strip()]
+
+
+def split_selectors(prelude: str) -> list[str]:
+    """A selector list's selectors, split at the commas outside (), [] and strings."""
+    return _split_outside(prelude, ",")
 
 
 def _selector_used(selector: str, used: set[str]) -> bool:
@@ -83,44 +94,49 @@ def _selector_used(selector: str, used: set[str]) -> bool:
     return all(name in used for name in re.findall(r"\.(-?[_a-zA-Z][\w-]*)", bare))
 
 
-def trim_css(css: str, used: set[str]) -> str:
-    """CSS without the selectors that need a class outside ``used``."""
+#: At-rules whose body holds rules, not declarations.
+_GROUPING = ("media", "supports", "layer", "container", "document")
+
+
+def _map_rules(
+    css: str, rule: Callable[[str, str], str], sep: str, *, keep_empty: bool
+) -> str:
+    """``css`` with each style rule written ``rule(prelude, body)``.
+
+    Rules inside grouping at-rules (``@media``, ``@supports``, …) are mapped
+    too; other at-rules (``@font-face``, ``@keyframes``, ``@page``) and
+    statements are kept whole. A rule mapped to ``""`` is dropped, and so is
+    a grouping at-rule left empty unless ``keep_empty``. The parts are joined
+    with ``sep``.
+    """
     out = []
     for prelude, body in blocks(css):
         if body is None:
             out.append(prelude)
-        elif prelude.startswith("@"):
-            keyword = prelude[1:].split("(")[0].split()[0].lower()
-            if keyword in ("media", "supports", "layer", "container", "document"):
-                inner = trim_css(body, used)
-                if inner:
-                    out.append(f"{prelude}{{{inner}}}")
-            else:  # @font-face, @keyframes, @page: kept whole
-                out.append(f"{prelude}{{{body}}}")
+        elif not prelude.startswith("@"):
+            out.append(rule(prelude, body))
+        elif prelude[1:].split("(")[0].split()[0].lower() in _GROUPING:
+            inner = _map_rules(body, rule, sep, keep_empty=keep_empty)
+            if inner or keep_empty:
+                out.append(f"{prelude}{{{inner}}}")
         else:
-            keep = [s for s in split_selectors(prelude) if _selector_used(s, used)]
-            if keep:
-                out.append(f"{','.join(keep)}{{{body.strip()}}}")
-    return "\n".join(out)
+            out.append(f"{prelude}{{{body}}}")
+    return sep.join(part for part in out if part)
+
+
+def trim_css(css: str, used: set[str]) -> str:
+    """CSS without the selectors that need a class outside ``used``."""
+
+    def rule(prelude: str, body: str) -> str:
+        keep = [s for s in split_selectors(prelude) if _selector_used(s, used)]
+        return f"{','.join(keep)}{{{body.strip()}}}" if keep else ""
+
+    return _map_rules(css, rule, "\n", keep_empty=False)
 
 
 def _declarations(body: str) -> list[str]:
-    """A rule's declarations, split at the semicolons outside strings and ()."""
-    parts, depth, quote, start = [], 0, "", 0
-    for i, c in enumerate(body):
-        if quote:
-            quote = "" if c == quote and body[i - 1] != "\\" else quote
-        elif c in "\"'":
-            quote = c
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == ";" and depth == 0:
-            parts.append(body[start:i])
-            start = i + 1
-    parts.append(body[start:])
-    return [p.strip() for p in parts if p.strip()]
+    """A rule's declarations, split at the semicolons outside strings, () and []."""
+    return _split_outside(body, ";")
 
 
 _CUSTOM = re.compile(r"(--[\w-]+)\s*:")
@@ -169,22 +185,12 @@ def rename_classes(css: str, names: dict[str, str]) -> str:
     Only selectors change: a declaration such as ``url(fonts/x.woff2)`` keeps
     what looks like a class.
     """
-    out = []
-    for prelude, body in blocks(css):
-        if body is None:
-            out.append(prelude)
-        elif prelude.startswith("@"):
-            keyword = prelude[1:].split("(")[0].split()[0].lower()
-            if keyword in ("media", "supports", "layer", "container", "document"):
-                out.append(f"{prelude}{{{rename_classes(body, names)}}}")
-            else:
-                out.append(f"{prelude}{{{body}}}")
-        else:
-            renamed = CLASS.sub(
-                lambda m: "." + names.get(m.group(1), m.group(1)), prelude
-            )
-            out.append(f"{renamed}{{{body}}}")
-    return "".join(out)
+
+    def rule(prelude: str, body: str) -> str:
+        renamed = CLASS.sub(lambda m: "." + names.get(m.group(1), m.group(1)), prelude)
+        return f"{renamed}{{{body}}}"
+
+    return _map_rules(css, rule, "", keep_empty=True)
 
 
 def class_names(css: str) -> set[str]:
