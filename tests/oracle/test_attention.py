@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+import sdpa_ref.backward
+import sdpa_ref.core
 from sdpa_ref import attention, causal_mask, softmax, tiled_attention
 
 RNG_SEED = 7
@@ -178,23 +180,36 @@ def test_tiled_equals_dense_with_masks(rng, block_size):
     np.testing.assert_allclose(tiled, dense, rtol=0, atol=1e-12)
 
 
-def test_tiled_holds_one_block_of_scores(monkeypatch, rng):
-    seen = []
-    real_matmul = np.matmul
+@pytest.fixture
+def record_matmuls(monkeypatch):
+    """Given modules, spies on the np.matmul they call from then on.
 
-    def spy(a, b, *args, **kwargs):
-        out = real_matmul(a, b, *args, **kwargs)
-        seen.append(out.shape)
-        return out
+    It returns the list that the shape of each product is appended to.
+    """
 
-    import sdpa_ref.core
+    def record(*modules):
+        seen = []
+        real_matmul = np.matmul
 
-    monkeypatch.setattr(sdpa_ref.core.np, "matmul", spy)
-    q, k, v = (
-        rng.normal(size=(6, 4)),
-        rng.normal(size=(50, 4)),
-        rng.normal(size=(50, 3)),
-    )
+        def spy(a, b, *args, **kwargs):
+            out = real_matmul(a, b, *args, **kwargs)
+            seen.append(out.shape)
+            return out
+
+        for module in modules:
+            monkeypatch.setattr(module.np, "matmul", spy)
+        return seen
+
+    return record
+
+
+def six_queries_fifty_keys(rng):
+    return rng.normal(size=(6, 4)), rng.normal(size=(50, 4)), rng.normal(size=(50, 3))
+
+
+def test_tiled_holds_one_block_of_scores(record_matmuls, rng):
+    seen = record_matmuls(sdpa_ref.core)
+    q, k, v = six_queries_fifty_keys(rng)
     tiled_attention(q, k, v, block_size=16)
     score_blocks = [s for s in seen if s[-1] != 3]
     assert score_blocks == [(6, 16), (6, 16), (6, 16), (6, 2)]
@@ -273,28 +288,12 @@ def test_causal_is_a_right_bound_of_zero(rng):
     )
 
 
-def test_tiled_backward_holds_one_block_of_scores(monkeypatch, rng):
+def test_tiled_backward_holds_one_block_of_scores(record_matmuls, rng):
     from sdpa_ref import tiled_attention_backward
 
-    q, k, v = (
-        rng.normal(size=(6, 4)),
-        rng.normal(size=(50, 4)),
-        rng.normal(size=(50, 3)),
-    )
+    q, k, v = six_queries_fifty_keys(rng)
     out, lse = tiled_attention(q, k, v, return_lse=True)
-    seen = []
-    real_matmul = np.matmul
-
-    def spy(a, b, *args, **kwargs):
-        result = real_matmul(a, b, *args, **kwargs)
-        seen.append(result.shape)
-        return result
-
-    import sdpa_ref.backward
-    import sdpa_ref.core
-
-    monkeypatch.setattr(sdpa_ref.core.np, "matmul", spy)
-    monkeypatch.setattr(sdpa_ref.backward.np, "matmul", spy)
+    seen = record_matmuls(sdpa_ref.core, sdpa_ref.backward)
     tiled_attention_backward(q, k, v, out, np.ones_like(out), lse, block_size=16)
     assert max(a * b for a, b in seen) <= 6 * 16
     assert (6, 50) not in seen

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from sdpa_ref import attention, kernels
 from sdpa_ref.testing import assert_attention_close, flash_options
+from tests.oracle.strategies import gaussian_inputs, gqa_sizes, optional
 
 _spec = importlib.util.spec_from_file_location(
     "flash_semantics", Path(__file__).with_name("test_flash_semantics.py")
@@ -35,13 +36,8 @@ def padding(draw, rng, b, n):
 @st.composite
 def flash_arguments(draw):
     """attention_ref's arguments (kernels' -1 included) and random inputs."""
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    b, h_kv = draw(st.integers(1, 3)), draw(st.integers(1, 2))
-    h = h_kv * draw(st.integers(1, 2))
-    n_q, n_k, d = (
-        draw(st.integers(1, 10)),
-        draw(st.integers(1, 10)),
-        draw(st.integers(1, 4)),
+    rng, (b, h_kv, h, n_q, n_k, d) = gqa_sizes(
+        draw, b=3, h_kv=2, groups=2, n_q=10, n_k=10, d=4
     )
     unbounded = st.sampled_from([None, -1])
     kwargs = {}
@@ -58,16 +54,16 @@ def flash_arguments(draw):
         )
     elif kind == "left":
         kwargs["window_size"] = (draw(st.integers(0, 10)), draw(unbounded))
-    if draw(st.booleans()):
-        kwargs["sink_token_length"] = draw(st.integers(1, 3))
-    if draw(st.booleans()):
-        kwargs["attention_chunk"] = draw(st.integers(1, 5))
-    if draw(st.booleans()):
-        kwargs["softcap"] = draw(st.floats(0.5, 5.0))
-    if draw(st.booleans()):
-        kwargs["learnable_sink"] = rng.normal(size=h)
-    if draw(st.booleans()):
-        kwargs["attn_bias"] = rng.normal(size=(b, h, n_q, n_k))
+    kwargs |= optional(
+        draw,
+        {
+            "sink_token_length": st.integers(1, 3),
+            "attention_chunk": st.integers(1, 5),
+            "softcap": st.floats(0.5, 5.0),
+            "learnable_sink": lambda: rng.normal(size=h),
+            "attn_bias": lambda: rng.normal(size=(b, h, n_q, n_k)),
+        },
+    )
     if draw(st.booleans()):
         p = draw(st.floats(0.05, 0.9))
         kwargs["dropout_p"] = p
@@ -75,9 +71,7 @@ def flash_arguments(draw):
     if draw(st.booleans()):
         kwargs["query_padding_mask"] = padding(draw, rng, b, n_q)
         kwargs["key_padding_mask"] = padding(draw, rng, b, n_k)
-    q = rng.normal(size=(b, n_q, h, d)) * 2
-    k = rng.normal(size=(b, n_k, h_kv, d)) * 2
-    v = rng.normal(size=(b, n_k, h_kv, d + 1))
+    q, k, v = gaussian_inputs(rng, (b, n_q, h, d), (b, n_k, h_kv, d))
     return q, k, v, kwargs
 
 

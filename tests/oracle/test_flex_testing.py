@@ -50,6 +50,22 @@ def problem():
     return q * 2, k, v, d_out
 
 
+def judge(check, problem, out, grads, mask_mod, score_mod, **options):
+    """check (a testing function) on a kernel's out and grads for the problem."""
+    q, k, v, d_out = problem
+    return check(
+        out,
+        q,
+        k,
+        v,
+        grad_out=d_out,
+        grads=grads,
+        mask_mod=mask_mod,
+        score_mod=score_mod,
+        **options,
+    )
+
+
 @pytest.mark.parametrize(
     "score_mod",
     [wobble, mods.alibi(SLOPES), mods.softcap(1.5)],
@@ -61,16 +77,14 @@ def test_a_correct_float32_kernel_with_mods_passes_forward_and_backward(
     q, k, v, d_out = problem
     mask_mod = mods.document(np.repeat([0, 1, 2], 8), mods.causal())
     out, lse, grads = float32_kernel(q, k, v, d_out, mask_mod, score_mod)
-    verdict = testing.assert_attention_close(
+    verdict = judge(
+        testing.assert_attention_close,
+        problem,
         out,
-        q,
-        k,
-        v,
+        grads,
+        mask_mod,
+        score_mod,
         lse=lse,
-        grad_out=d_out,
-        grads=grads,
-        mask_mod=mask_mod,
-        score_mod=score_mod,
     )
     assert [c.name for c in verdict] == ["out", "lse", "dq", "dk", "dv"]
     assert verdict[0].rule == "bound"
@@ -89,29 +103,12 @@ def test_a_kernel_that_forgets_the_score_mods_slope_fails(problem):
         mask_mod,
         mods.with_derivative(wobble, lambda s, b, h, i, j: np.ones_like(s)),
     )[2]
-    verdict = testing.check_attention(
-        out,
-        q,
-        k,
-        v,
-        grad_out=d_out,
-        grads=wrong,
-        mask_mod=mask_mod,
-        score_mod=wobble,
-        diagnose=False,
+    verdict = judge(
+        testing.check_attention, problem, out, wrong, mask_mod, wobble, diagnose=False
     )
     assert verdict[0].passed
     assert not verdict[1].passed  # dq
-    good = testing.check_attention(
-        out,
-        q,
-        k,
-        v,
-        grad_out=d_out,
-        grads=(dq, dk, dv),
-        mask_mod=mask_mod,
-        score_mod=wobble,
-    )
+    good = judge(testing.check_attention, problem, out, (dq, dk, dv), mask_mod, wobble)
     assert good.passed
 
 

@@ -23,6 +23,11 @@ def bshd(a):
     return np.ascontiguousarray(np.swapaxes(a, 1, 2))
 
 
+def in_bshd(fn, *arrays, **options):
+    """fn on the arrays turned to (batch, seqlen, heads, dim), with layout='bshd'."""
+    return fn(*(bshd(a) for a in arrays), layout="bshd", **options)
+
+
 class OnlyDLPack:
     """An array that offers nothing but the DLPack protocol."""
 
@@ -79,30 +84,18 @@ def test_ragged_input_names_the_argument():
 def test_bshd_equals_transposing_by_hand(fn):
     mask = RNG.standard_normal((2, 4, 5, 7))  # the scores' shape in both layouts
     expected = fn(Q, K, V, mask=mask, is_causal=True, align="bottom_right")
-    got = fn(
-        bshd(Q),
-        bshd(K),
-        bshd(V),
-        mask=mask,
-        is_causal=True,
-        align="bottom_right",
-        layout="bshd",
-    )
+    got = in_bshd(fn, Q, K, V, mask=mask, is_causal=True, align="bottom_right")
     assert got.shape == (2, 5, 4, 3)
     assert np.array_equal(got, bshd(expected))
 
 
 def test_bshd_weights_and_lse_keep_the_scores_order():
     out, w, lse = attention(Q, K, V, return_weights=True, return_lse=True)
-    got = attention(
-        bshd(Q), bshd(K), bshd(V), layout="bshd", return_weights=True, return_lse=True
-    )
+    got = in_bshd(attention, Q, K, V, return_weights=True, return_lse=True)
     assert np.array_equal(got[0], bshd(out))
     assert np.array_equal(got[1], w)  # (B, H, n_q, n_k), FlashAttention's S_dmask
     assert np.array_equal(got[2], lse)  # (B, H, n_q), FlashAttention's softmax_lse
-    _, tiled_lse = tiled_attention(
-        bshd(Q), bshd(K), bshd(V), layout="bshd", return_lse=True
-    )
+    _, tiled_lse = in_bshd(tiled_attention, Q, K, V, return_lse=True)
     assert np.allclose(tiled_lse, lse, rtol=0, atol=1e-12)
 
 
@@ -110,15 +103,7 @@ def test_bshd_gradients_come_back_in_bshd():
     sinks = np.array([0.5, -1.0, 0.0, 2.0])
     bias = RNG.standard_normal((1, 4, 5, 7))
     expected = attention_backward(Q, K, V, D_OUT, mask=bias, sink_logits=sinks)
-    got = attention_backward(
-        bshd(Q),
-        bshd(K),
-        bshd(V),
-        bshd(D_OUT),
-        mask=bias,
-        sink_logits=sinks,
-        layout="bshd",
-    )
+    got = in_bshd(attention_backward, Q, K, V, D_OUT, mask=bias, sink_logits=sinks)
     for name in ("dq", "dk", "dv"):
         assert np.array_equal(getattr(got, name), bshd(getattr(expected, name)))
     assert got.dq.shape == (2, 5, 4, 8)
@@ -126,10 +111,9 @@ def test_bshd_gradients_come_back_in_bshd():
     assert np.array_equal(got.dmask, expected.dmask)
     assert np.array_equal(got.dsink_logits, expected.dsink_logits)
 
-    out, lse = tiled_attention(
-        bshd(Q), bshd(K), bshd(V), mask=bias, sink_logits=sinks, layout="bshd",
-        return_lse=True,
-    )  # fmt: skip
+    out, lse = in_bshd(
+        tiled_attention, Q, K, V, mask=bias, sink_logits=sinks, return_lse=True
+    )
     tiled = tiled_attention_backward(
         bshd(Q),
         bshd(K),

@@ -20,6 +20,7 @@ from sdpa_ref import (
     tiled_attention,
     tiled_attention_backward,
 )
+from tests.oracle.strategies import gaussian_inputs, gqa_sizes, sdpa_options
 from tests.torch_needed import torch  # skips this module without torch
 
 # Needs torch==2.13.0: `pytest -m torch` runs the parity tests alone.
@@ -144,35 +145,10 @@ def torch_gradients(q, k, v, grad_out, options):
 
 
 @st.composite
-def cases(draw):  # noqa: PLR0912 (one branch per option)
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    b, h_kv = draw(st.integers(1, 2)), draw(st.integers(1, 2))
-    h = h_kv * draw(st.integers(1, 3))
-    n_q, n_k, d = (draw(st.integers(1, n)) for n in (9, 13, 5))
-    options = {
-        "align": draw(st.sampled_from(["top_left", "bottom_right"])),
-        "empty_rows": "zero",
-    }
-    if draw(st.booleans()):
-        left = draw(st.one_of(st.none(), st.integers(0, 6)))
-        options["window"] = (left, draw(st.one_of(st.none(), st.integers(0, 6))))
-        if left is not None:
-            options["sink_tokens"] = draw(st.integers(0, 3))
-    else:
-        options["is_causal"] = draw(st.booleans())
-    if draw(st.booleans()):
-        options["chunk"] = draw(st.integers(1, 5))
-    if draw(st.booleans()):
-        options["softcap"] = draw(st.floats(0.5, 10))
-    if draw(st.booleans()):
-        options["scale"] = draw(st.floats(0.1, 2))
-    if draw(st.booleans()):
-        options["sink_logits"] = rng.normal(size=h)
-    if draw(st.booleans()):
-        options["q_lengths"] = rng.integers(0, n_q + 1, size=b)
-    if draw(st.booleans()):
-        options["k_lengths"] = rng.integers(0, n_k + 1, size=b)
+def cases(draw):
+    rng, sizes = gqa_sizes(draw, b=2, h_kv=2, groups=3, n_q=9, n_k=13, d=5)
+    b, h_kv, h, n_q, n_k, d = sizes
+    options = sdpa_options(draw, rng, sizes, softcap_top=10, scales=st.floats(0.1, 2))
     mask_kind = draw(st.sampled_from(["none", "bool", "float", "float_row"]))
     if mask_kind == "bool":
         options["mask"] = rng.random((1, h, n_q, n_k)) < 0.7
@@ -185,9 +161,7 @@ def cases(draw):  # noqa: PLR0912 (one branch per option)
     if draw(st.booleans()):
         options["dropout_p"] = draw(st.floats(0.01, 0.9))
         options["dropout_mask"] = rng.random((b, h, n_q, n_k)) > 0.3
-    q = rng.normal(size=(b, h, n_q, d)) * 2
-    k = rng.normal(size=(b, h_kv, n_k, d)) * 2
-    v = rng.normal(size=(b, h_kv, n_k, d + 1))
+    q, k, v = gaussian_inputs(rng, (b, h, n_q, d), (b, h_kv, n_k, d))
     grad_out = rng.normal(size=(b, h, n_q, d + 1))
     return q, k, v, grad_out, options
 

@@ -8,6 +8,7 @@ from hypothesis.extra.numpy import arrays
 
 from sdpa_ref import attention, softmax, tiled_attention
 from sdpa_ref.spread import entropy, max_entropy
+from tests.oracle.strategies import gaussian_inputs, gqa_sizes, sdpa_options
 
 finite = st.floats(-50, 50, allow_nan=False, allow_infinity=False)
 score_rows = arrays(np.float64, st.integers(1, 12), elements=finite)
@@ -114,34 +115,9 @@ def test_huge_logits_stay_finite(row):
 @st.composite
 def option_sets(draw):
     """Any combination of FlashAttention's options, on GQA inputs."""
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    b, h_kv = draw(st.integers(1, 2)), draw(st.integers(1, 2))
-    h = h_kv * draw(st.integers(1, 3))
-    n_q, n_k, d = (draw(st.integers(1, n)) for n in (9, 14, 4))
-    options = {
-        "align": draw(st.sampled_from(["top_left", "bottom_right"])),
-        "empty_rows": "zero",
-    }
-    if draw(st.booleans()):
-        options["window"] = (
-            draw(st.one_of(st.none(), st.integers(0, 6))),
-            draw(st.one_of(st.none(), st.integers(0, 6))),
-        )
-        if options["window"][0] is not None:
-            options["sink_tokens"] = draw(st.integers(0, 3))
-    else:
-        options["is_causal"] = draw(st.booleans())
-    if draw(st.booleans()):
-        options["chunk"] = draw(st.integers(1, 5))
-    if draw(st.booleans()):
-        options["softcap"] = draw(st.floats(0.5, 20))
-    if draw(st.booleans()):
-        options["sink_logits"] = rng.normal(size=h)
-    if draw(st.booleans()):
-        options["q_lengths"] = rng.integers(0, n_q + 1, size=b)
-    if draw(st.booleans()):
-        options["k_lengths"] = rng.integers(0, n_k + 1, size=b)
+    rng, sizes = gqa_sizes(draw, b=2, h_kv=2, groups=3, n_q=9, n_k=14, d=4)
+    b, h_kv, h, n_q, n_k, d = sizes
+    options = sdpa_options(draw, rng, sizes, softcap_top=20)
     mask_kind = draw(st.sampled_from(["none", "bool", "float"]))
     if mask_kind == "bool":
         options["mask"] = rng.random((n_q, n_k)) < 0.7
@@ -152,9 +128,7 @@ def option_sets(draw):
     if draw(st.booleans()):
         options["dropout_p"] = draw(st.floats(0.01, 0.9))
         options["dropout_mask"] = rng.random((b, 1, n_q, n_k)) > 0.3
-    q = rng.normal(size=(b, h, n_q, d)) * 2
-    k = rng.normal(size=(b, h_kv, n_k, d)) * 2
-    v = rng.normal(size=(b, h_kv, n_k, d + 1))
+    q, k, v = gaussian_inputs(rng, (b, h, n_q, d), (b, h_kv, n_k, d))
     return q, k, v, options
 
 

@@ -200,12 +200,15 @@ def test_bad_arguments_are_named():
         training.arm_range([], "main", "sqrt", "loss")
 
 
+def two_arm_grid(**grid):
+    """run_experiment on the 1/√d_k and unscaled arms, with seeds 0 and 1."""
+    return training.run_experiment(scales=("sqrt", "none"), seeds=(0, 1), **grid)
+
+
 @pytest.mark.slow
 def test_run_experiment_on_a_small_grid():
-    result = training.run_experiment(
+    result = two_arm_grid(
         widths=(4, 8),
-        scales=("sqrt", "none"),
-        seeds=(0, 1),
         steps=3,
         settings={"a": training.Setting(), "b": training.Setting(gain=2.0)},
     )
@@ -764,10 +767,8 @@ def test_init_row_summary_counts_by_hand():
 
 
 def test_long_run_continues_the_grids_run_as_one_run_would():
-    result = training.run_experiment(
+    result = two_arm_grid(
         widths=(16, 64),
-        scales=("sqrt", "none"),
-        seeds=(0, 1),
         steps=5,
         settings={"main": training.Setting(), "other": training.Setting(lr=3e-4)},
         long_run=training.LongRun("other", "none", 1, 3),

@@ -428,9 +428,11 @@ def _page_layout(X, W_Q, W_K, W_V, W_O, heads, **options):
     return out.transpose(0, 2, 1, 3).reshape(B, n, heads * d_v) @ W_O
 
 
-@pytest.mark.torch
-def test_page_layout_is_torch_multihead_attention(torch):
-    B, n, d_model, heads = 2, 6, 8, 2
+def _torch_multihead(torch, B, n, d_model, heads):
+    """Random X and W_Q, W_K, W_V, W_O, and torch's MultiheadAttention with them.
+
+    Batch first, in float64, without biases.
+    """
     X = RNG.normal(size=(B, n, d_model))
     W_Q, W_K, W_V, W_O = RNG.normal(size=(4, d_model, d_model))
     mha = torch.nn.MultiheadAttention(
@@ -441,9 +443,17 @@ def test_page_layout_is_torch_multihead_attention(torch):
             torch.from_numpy(np.concatenate([W_Q.T, W_K.T, W_V.T]))
         )
         mha.out_proj.weight.copy_(torch.from_numpy(W_O.T))
+    return X, (W_Q, W_K, W_V, W_O), mha
+
+
+@pytest.mark.torch
+def test_page_layout_is_torch_multihead_attention(torch):
+    n, heads = 6, 2
+    X, weights, mha = _torch_multihead(torch, 2, n, 8, heads)
+    with torch.no_grad():
         x = torch.from_numpy(X)
         causal = torch.ones(n, n, dtype=torch.bool).triu(1)  # True = masked, in MHA
-        ours = _page_layout(X, W_Q, W_K, W_V, W_O, heads, is_causal=True)
+        ours = _page_layout(X, *weights, heads, is_causal=True)
         theirs, _ = mha(x, x, x, attn_mask=causal, need_weights=False)
     np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-12, atol=1e-12)
 
@@ -477,23 +487,15 @@ def test_sdpa_masks_scale_and_dropout_read_as_the_page_says(torch):
 
 @pytest.mark.torch
 def test_multihead_key_padding_mask_marks_padding_with_true(torch):
-    B, n, d_model, heads = 2, 4, 8, 2
-    X = RNG.normal(size=(B, n, d_model))
-    W_Q, W_K, W_V, W_O = RNG.normal(size=(4, d_model, d_model))
+    heads = 2
+    X, weights, mha = _torch_multihead(torch, 2, 4, 8, heads)
     padding = np.array([[False, False, False, True], [False, False, True, True]])
-    mha = torch.nn.MultiheadAttention(
-        d_model, heads, bias=False, batch_first=True, dtype=torch.float64
-    )
     with torch.no_grad():
-        mha.in_proj_weight.copy_(
-            torch.from_numpy(np.concatenate([W_Q.T, W_K.T, W_V.T]))
-        )
-        mha.out_proj.weight.copy_(torch.from_numpy(W_O.T))
         x = torch.from_numpy(X)
         theirs, _ = mha(x, x, x, key_padding_mask=torch.from_numpy(padding))
     # The same pairs in SDPA's (and sdpa_ref's) convention: True = may attend.
     allowed = ~padding[:, None, None, :]
-    ours = _page_layout(X, W_Q, W_K, W_V, W_O, heads, mask=allowed)
+    ours = _page_layout(X, *weights, heads, mask=allowed)
     np.testing.assert_allclose(ours, theirs.detach().numpy(), rtol=1e-12, atol=1e-12)
 
 

@@ -8,6 +8,7 @@ import pytest
 
 import sdpa_ref
 from sdpa_ref import example, masks, precision, steps
+from tests.site.page_text import assert_says
 
 DOCS = Path(__file__).parents[2] / "docs"
 
@@ -336,13 +337,18 @@ def test_each_grouped_query_head_keeps_the_scaled_softmax():
 def test_pytorch_empty_row_claims_name_the_backend_and_the_version():
     text = page("masks")
     zero = text.split("`zero`\n:", 1)[1].split("\n\n", 1)[0]
-    assert "math backend" in zero
-    assert "memory-efficient" in zero
-    assert "2.5" in zero
-    assert "pytorch_sdpa" in zero
-    assert "guessous2024safe_softmax" in zero
-    assert "{cite:p}`pytorch_sdpa,guessous2024safe_softmax`" not in zero
-    assert "pytorch_mps_empty_rows" in zero  # other backends have differed
+    assert_says(
+        zero,
+        present=[
+            "math backend",
+            "memory-efficient",
+            "2.5",
+            "pytorch_sdpa",
+            "guessous2024safe_softmax",
+            "pytorch_mps_empty_rows",  # other backends have differed
+        ],
+        absent=["{cite:p}`pytorch_sdpa,guessous2024safe_softmax`"],
+    )
     assert "pytorch_v250_release" not in text
 
 
@@ -357,34 +363,43 @@ def test_kv_cache_is_defined_before_masks_uses_it():
 
 
 def test_masks_credits_the_deliberate_unmask_and_qualifies_the_zero_claim():
-    text = page("masks")
-    assert "_unmask_unattended" in text
-    assert "hf_transformers_masks" in text
-    assert "4.46.3" in text
-    assert "hf_masking_utils_4576" in text
-    assert "loud" in text
-    assert "b_O" in text  # "unchanged" only without an output bias
+    assert_says(
+        page("masks"),
+        present=[
+            "_unmask_unattended",
+            "hf_transformers_masks",
+            "4.46.3",
+            "hf_masking_utils_4576",
+            "loud",
+            "b_O",  # "unchanged" only without an output bias
+        ],
+    )
 
 
 def test_masks_sources_its_fill_and_its_model_shapes():
     text = page("masks")
-    assert "rush2018annotated" in text
-    assert "-1e+09" not in text
-    assert "fill:g" not in text
     # model shapes come from OLMo 2's card; Llama's code may be named
-    assert "Llama 2" not in text
-    assert "olmo2_7b_card" in text
-    assert "jiang2023mistral" in text
-    assert "pytorch_causal_bias" in text
-    assert "causal_lower_right" in text
-    assert "## Causal masks when $n_q \\neq n_k$" in text
+    assert_says(
+        text,
+        present=[
+            "rush2018annotated",
+            "olmo2_7b_card",
+            "jiang2023mistral",
+            "pytorch_causal_bias",
+            "causal_lower_right",
+            "## Causal masks when $n_q \\neq n_k$",
+        ],
+        absent=["-1e+09", "fill:g", "Llama 2"],
+    )
     # The explorer replaced the two static alignment heatmaps; the prose that
     # introduces it still says what top-left alignment hides from new tokens.
     intro = text.split("(mask-explorer)=", 1)[1].split("```{code-cell}", 1)[0]
-    assert "including themselves" not in intro
-    assert "none of them sees its own key" in intro
-    assert "fig-mask-top-left" not in text
-    assert "mask_explorer.root()" in text
+    assert_says(
+        intro,
+        present=["none of them sees its own key"],
+        absent=["including themselves"],
+    )
+    assert_says(text, present=["mask_explorer.root()"], absent=["fig-mask-top-left"])
 
 
 def test_d2ls_fill_spreads_an_empty_row_evenly_too():
@@ -418,20 +433,26 @@ def test_masks_keeps_the_float16_detail_in_a_dropdown_and_says_what_to_do():
 
 
 def test_precision_says_what_the_simulation_stands_for():
-    text = page("precision")
-    assert "within the type's rounding error at every size" not in text
-    assert "about three decimal digits" not in text
-    assert "pessimistic model" in text
-    assert "is a bound" not in text
-    assert "flashattention_src_v283" in text
-    assert "flashattention_repo" not in text  # the README does not say it
-    assert "at the end" in text
-    assert "<softmax-definition>" in text
-    assert "scaling page" not in text
-    # citations sit on the bit counts, not on the computed digit counts
-    assert "f16_bits` significant\nbits {cite:p}`ieee754_2019`" in text
-    assert "one-at-a-time" in text
-    assert "acc_pairwise" in text
+    assert_says(
+        page("precision"),
+        present=[
+            "pessimistic model",
+            "flashattention_src_v283",
+            "at the end",
+            "<softmax-definition>",
+            # citations sit on the bit counts, not on the computed digit counts
+            "f16_bits` significant\nbits {cite:p}`ieee754_2019`",
+            "one-at-a-time",
+            "acc_pairwise",
+        ],
+        absent=[
+            "within the type's rounding error at every size",
+            "about three decimal digits",
+            "is a bound",
+            "flashattention_repo",  # the README does not say it
+            "scaling page",
+        ],
+    )
 
 
 def test_cited_keys_exist():
