@@ -13,32 +13,21 @@ The site is built afresh into a temporary folder for the session, unless
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
+from .browsing import CHROMIUM, ServerStartError, launch, serve
+
 ROOT = Path(__file__).parents[2]
 HERE = Path(__file__).parent
-CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 HINT = (
     "install Debian's Chromium with `apt-get update && apt-get install -y chromium` "
     "(or point CHROMIUM at a Chromium binary); never run `playwright install`"
 )
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def _unavailable(reason: str):
@@ -58,9 +47,7 @@ def browser():
             "the playwright package is not installed (nox -s tests installs it)"
         )
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
-        )
+        chromium = launch(playwright)
         yield chromium
         chromium.close()
 
@@ -106,36 +93,11 @@ def site(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def server(browser, site):
     """Base URL of the site served on 127.0.0.1; stopped by PID afterwards."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "http.server",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--directory",
-            str(site),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    else:
-        os.kill(proc.pid, signal.SIGTERM)
-        pytest.fail("the site server did not start")
-    yield f"http://127.0.0.1:{port}/"
-    os.kill(proc.pid, signal.SIGTERM)
-    proc.wait(timeout=10)
+    try:
+        with serve(site) as base:
+            yield base
+    except ServerStartError as exc:
+        pytest.fail(str(exc))
 
 
 class PageProblems:

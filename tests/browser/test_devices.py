@@ -10,23 +10,11 @@ import pytest
 
 from sdpa_ref import example
 
+from .helpers import PHONE, expect, url_ending
 from .pdf_marks import lowest_marks
 from .test_site import pages
 
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the browser fixture skips, or fails under REQUIRE_BROWSER=1
-    expect = None
-
 ROOT = '[data-figure="scaled-vs-unscaled"]'
-
-
-def url_ending(text):
-    """What expect(page).to_have_url waits for: a URL ending in ``text``."""
-    return re.compile(re.escape(text) + "$")
-
-
-PHONE = {"width": 390, "height": 844}
 # A4 in CSS pixels, as page.pdf() lays it out with no margins.
 A4 = {"width": 794, "height": 1123}
 

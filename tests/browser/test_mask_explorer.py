@@ -5,7 +5,8 @@ The explorer computes its grid in the browser, so it is held to
 the mask is read off attention's weights (equal scores, so each allowed key
 gets a positive weight and each forbidden one exactly 0), and an invalid
 state's message is the ValueError that sdpa_ref raises. The three calls the
-figure shows are run, too, and must give the grid it draws.
+figure shows are run, too, and must give the grid it draws. Only the starting
+state and the controls' bounds are taken from ``figures.mask_explorer``.
 """
 
 from __future__ import annotations
@@ -17,33 +18,24 @@ import numpy as np
 import pytest
 
 import sdpa_ref
+from figures.mask_explorer import DEFAULT, LIMIT, OPTION_KEYS
 from sdpa_ref import mods
 from sdpa_ref.testing import flash_options
 
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the browser fixture skips, or fails under REQUIRE_BROWSER=1
-    expect = None
+from .helpers import (
+    PHONE,
+    TOUCH_PHONE,
+    assert_fits,
+    contrast_script,
+    expect,
+    is_dark,
+    shown,
+)
 
 PAGE = "masks.html"
 ROOT = '[data-figure="mask-explorer"]'
-PHONE = {"width": 390, "height": 844}
-LIMIT = 16
 SEED = 19
 RANDOM_STATES = 2400
-DEFAULT = {
-    "n_q": 3,
-    "n_k": 6,
-    "is_causal": True,
-    "align": "bottom_right",
-    "window": None,
-    "sink_tokens": 0,
-    "chunk": None,
-}
-SIDEWAYS_OVERFLOW = (
-    "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-)
-OPTION_KEYS = ("is_causal", "align", "window", "sink_tokens", "chunk")
 
 #: Sets the form to each state, as a reader's change would, and reads back
 #: the root's data-state, the three calls and the status line.
@@ -308,10 +300,7 @@ def form(page):
 
 def test_the_root_carries_its_name_and_state(open_page):
     page = open_page(PAGE)
-    root = page.locator(ROOT)
-    expect(root).to_have_count(1)
-    expect(root).to_be_visible()
-    expect(page.locator(".figure-fallback")).to_be_hidden()
+    root = shown(page, ROOT)
     got = assert_shows(page, DEFAULT)
     assert set(got) == {"n_q", "n_k", *OPTION_KEYS, "allowed"}
     assert got["allowed"] == sdpa_ref.causal_mask(3, 6, "bottom_right").tolist()
@@ -432,29 +421,22 @@ def test_keyboard_reaches_and_changes_every_control(open_page):
     expect(page).to_have_url(re.compile(r"#n_q=4&n_k=2&is_causal=0&align=top_left"))
 
 
-def test_a_tap_changes_the_mask_on_a_touch_phone(browser, server):
-    context = browser.new_context(
-        viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2
+def test_a_tap_changes_the_mask_on_a_touch_phone(open_page):
+    page = open_page(PAGE, **TOUCH_PHONE)
+    root = page.locator(ROOT)
+    root.locator("label", has_text="top-left").tap()
+    assert_shows(page, {**DEFAULT, "align": "top_left"})
+    root.locator('label:text-is("on")').tap()
+    root.locator("label", has_text="is_causal").tap()
+    assert_shows(
+        page,
+        {
+            **DEFAULT,
+            "align": "top_left",
+            "is_causal": False,
+            "window": [None, None],
+        },
     )
-    try:
-        page = context.new_page()
-        page.goto(server + PAGE)
-        root = page.locator(ROOT)
-        root.locator("label", has_text="top-left").tap()
-        assert_shows(page, {**DEFAULT, "align": "top_left"})
-        root.locator('label:text-is("on")').tap()
-        root.locator("label", has_text="is_causal").tap()
-        assert_shows(
-            page,
-            {
-                **DEFAULT,
-                "align": "top_left",
-                "is_causal": False,
-                "window": [None, None],
-            },
-        )
-    finally:
-        context.close()
 
 
 def test_state_lives_in_the_url_and_survives_a_reload(open_page):
@@ -498,16 +480,9 @@ BIG = {
 FLAGGED = {**DEFAULT, "n_q": 16, "n_k": 2}
 INVALID = {**DEFAULT, "n_q": 16, "n_k": 16, "window": [None, 15]}
 
-CONTRAST = """root => {
-    const lum = c => {
-        const [r, g, b] = c.match(/[\\d.]+/g).slice(0, 3).map(x => x / 255)
-            .map(x => x <= 0.04045 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4);
-        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-    };
-    const ratio = (a, b) => {
-        const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
-        return (hi + 0.05) / (lo + 0.05);
-    };
+CONTRAST = contrast_script(
+    "root",
+    """
     const css = (sel, prop) => getComputedStyle(root.querySelector(sel))[prop];
     const page = getComputedStyle(document.body).backgroundColor;
     const code = css('.me-calls .highlight', 'backgroundColor');
@@ -522,8 +497,8 @@ CONTRAST = """root => {
         cell: ratio(css('.me-on', 'fill'), page),
         field: ratio(css('input[name=n_q]', 'color'),
                      css('input[name=n_q]', 'backgroundColor')),
-    };
-}"""
+    };""",
+)
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -533,31 +508,20 @@ def test_readable_at_both_widths_in_both_themes(open_page, width, scheme):
     root = page.locator(ROOT)
     for s in (BIG, FLAGGED, INVALID, DEFAULT):
         page.evaluate(DRIVE, [s])
-        assert page.evaluate(SIDEWAYS_OVERFLOW) <= 0, (s, width)
-        spill = root.evaluate(
-            "r => [r, ...r.querySelectorAll('*')].filter(e => !e.closest('svg')"
-            " || e.tagName === 'svg').map(e => e.getBoundingClientRect())"
-            ".filter(b => b.width && b.right > r.getBoundingClientRect().right + 1)"
-            ".length"
-        )
-        assert spill == 0, (s, width)
+        assert_fits(page, root, (s, width))
         box = root.locator(".me-grid").bounding_box()
         cell = box["width"] / (28 + 20 * s["n_k"]) * 18
         assert cell >= 14, (s, width, cell)  # a cell a finger can see
     page.evaluate(DRIVE, [FLAGGED])
     ratios = root.evaluate(CONTRAST)
-    luminance = sum(int(x) for x in re.findall(r"\d+", ratios.pop("body"))[:3])
-    assert (luminance < 200) == (scheme == "dark")
+    assert is_dark(ratios.pop("body")) == (scheme == "dark")
     for key in ("status", "note", "call", "label", "flag", "field"):
         assert ratios[key] >= 4.5, (key, ratios)
     assert ratios["cell"] >= 3.0, ratios
 
 
 def test_without_javascript_the_fallback_draws_both_alignments(open_page):
-    page = open_page(PAGE, js=False)
-    fallback = page.locator(".figure-fallback")
-    expect(fallback).to_be_visible()
-    expect(page.locator(ROOT)).to_be_hidden()
+    fallback = shown(open_page(PAGE, js=False), ROOT, js=False)
     grids = fallback.locator("svg.me-grid")
     expect(grids).to_have_count(2)
     for i, align in enumerate(("top_left", "bottom_right")):

@@ -16,19 +16,12 @@ import pytest
 import sdpa_ref
 from sdpa_ref import flash
 
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the browser fixture skips, or fails under REQUIRE_BROWSER=1
-    expect = None
+from .helpers import TOUCH_PHONE, assert_fits, contrast_script, expect, is_dark, shown
 
 PAGE = "flash.html"
 ROOT = '[data-figure="online-softmax"]'
-PHONE = {"width": 390, "height": 844}
 SHAPE = flash.TRACE_SHAPE
 ORDER_NAMES = {"flash2": "FlashAttention-2", "flash": "FlashAttention:"}
-SIDEWAYS_OVERFLOW = (
-    "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-)
 
 
 def trace(order):
@@ -150,10 +143,7 @@ def back_button(page):
 
 def test_the_root_carries_its_name_and_state(open_page):
     page = open_page(PAGE)
-    root = page.locator(ROOT)
-    expect(root).to_have_count(1)
-    expect(root).to_be_visible()
-    expect(page.locator(".figure-fallback")).to_be_hidden()
+    shown(page, ROOT)
     assert_shows(page, "flash2", 0)
 
 
@@ -209,38 +199,31 @@ def test_keyboard_tabs_to_the_buttons_and_steps_with_arrows(open_page):
     expect(back_button(page)).to_be_focused()
     page.keyboard.press("Tab")
     expect(next_button(page)).to_be_focused()
-    page.keyboard.press("Enter")
-    assert_shows(page, "flash", 1)
-    page.keyboard.press("Space")
-    assert_shows(page, "flash", 2)
-    page.keyboard.press("ArrowRight")
-    assert_shows(page, "flash", 3)
-    page.keyboard.press("ArrowLeft")
-    assert_shows(page, "flash", 2)
-    page.keyboard.press("End")
-    assert_shows(page, "flash", 6)
-    page.keyboard.press("Home")
-    assert_shows(page, "flash", 0)
+    # Each key in turn, and the step the stepper shows after it.
+    steps = {
+        "Enter": 1,
+        "Space": 2,
+        "ArrowRight": 3,
+        "ArrowLeft": 2,
+        "End": 6,
+        "Home": 0,
+    }
+    for key, step in steps.items():
+        page.keyboard.press(key)
+        assert_shows(page, "flash", step)
     expect(page).to_have_url(re.compile(r"#order=flash&step=0$"))
 
 
-def test_a_tap_steps_on_a_touch_phone(browser, server):
-    context = browser.new_context(
-        viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2
-    )
-    try:
-        page = context.new_page()
-        page.goto(server + PAGE)
-        next_button(page).tap()
-        assert_shows(page, "flash2", 1)
-        page.locator(f"{ROOT} label", has_text="FlashAttention: keys").tap()
-        assert_shows(page, "flash", 1)
-        next_button(page).tap()
-        back_button(page).tap()
-        back_button(page).tap()
-        assert_shows(page, "flash", 0)
-    finally:
-        context.close()
+def test_a_tap_steps_on_a_touch_phone(open_page):
+    page = open_page(PAGE, **TOUCH_PHONE)
+    next_button(page).tap()
+    assert_shows(page, "flash2", 1)
+    page.locator(f"{ROOT} label", has_text="FlashAttention: keys").tap()
+    assert_shows(page, "flash", 1)
+    next_button(page).tap()
+    back_button(page).tap()
+    back_button(page).tap()
+    assert_shows(page, "flash", 0)
 
 
 def test_state_lives_in_the_url_and_survives_a_reload(open_page):
@@ -273,26 +256,12 @@ def test_no_step_spills_sideways(open_page, width):
         for t in range(len(trace(order)["steps"]) + 1):
             page.evaluate(f"location.hash = 'order={order}&step={t}'")
             assert_shows(page, order, t)
-            assert page.evaluate(SIDEWAYS_OVERFLOW) <= 0
-            spill = root.evaluate(
-                "r => [r, ...r.querySelectorAll('*')].filter(e => !e.closest('svg')"
-                " || e.tagName === 'svg').map(e => e.getBoundingClientRect())"
-                ".filter(b => b.width && b.right > r.getBoundingClientRect().right + 1)"
-                ".length"
-            )
-            assert spill == 0, (order, t, width)
+            assert_fits(page, root, (order, t, width))
 
 
-CONTRAST = """root => {
-    const lum = c => {
-        const [r, g, b] = c.match(/[\\d.]+/g).slice(0, 3).map(x => x / 255)
-            .map(x => x <= 0.04045 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4);
-        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-    };
-    const ratio = (a, b) => {
-        const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
-        return (hi + 0.05) / (lo + 0.05);
-    };
+CONTRAST = contrast_script(
+    "root",
+    """
     const css = (sel, prop) => getComputedStyle(root.querySelector(sel))[prop];
     const page = getComputedStyle(document.body).backgroundColor;
     const panel = css('.os-live', 'backgroundColor');
@@ -306,8 +275,8 @@ CONTRAST = """root => {
         chip_box: ratio(css('.os-chip .os-on', 'fill'), page),
         button: ratio(css('.os-next', 'color'), css('.os-next', 'backgroundColor')),
         muted: ratio(css('.os-result', 'color'), page),
-    };
-}"""
+    };""",
+)
 
 
 @pytest.mark.parametrize("theme", ["light", "dark", "auto-dark", "forced-dark"])
@@ -319,18 +288,14 @@ def test_text_and_marks_contrast_in_both_themes(open_page, theme):
     elif theme == "auto-dark":
         page.evaluate("document.body.dataset.theme = 'auto'")
     ratios = page.locator(ROOT).evaluate(CONTRAST)
-    luminance = sum(int(x) for x in re.findall(r"\d+", ratios.pop("body"))[:3])
-    assert (luminance < 200) == (theme != "light"), theme
+    assert is_dark(ratios.pop("body")) == (theme != "light"), theme
     for key in ("text", "live", "svg_text", "chip_name", "button", "muted"):
         assert ratios[key] >= 4.5, (key, ratios)
     assert ratios["chip_box"] >= 3.0, ratios
 
 
 def test_without_javascript_the_fallback_shows_every_tile(open_page):
-    page = open_page(PAGE, js=False)
-    fallback = page.locator(".figure-fallback")
-    expect(fallback).to_be_visible()
-    expect(page.locator(ROOT)).to_be_hidden()
+    fallback = shown(open_page(PAGE, js=False), ROOT, js=False)
     text = fallback.inner_text()
     tr = trace("flash2")
     for step in tr["steps"]:

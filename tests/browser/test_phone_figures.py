@@ -6,9 +6,9 @@ import re
 from pathlib import Path
 from urllib.parse import urlparse
 
+from .helpers import PHONE
 from .test_site import pages
 
-PHONE = {"width": 390, "height": 844}
 MIN_TEXT_PX = 9.0
 VISIBLE_SVGS = """els => els
     .filter(e => e.getBoundingClientRect().width > 0)

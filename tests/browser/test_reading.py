@@ -10,15 +10,10 @@ from urllib.parse import urlparse
 
 import pytest
 
+from .helpers import PHONE, TOUCH_PHONE, expect, tab_to
 from .test_site import pages
 
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the browser fixture skips, or fails under REQUIRE_BROWSER=1
-    expect = None
-
 WIDTHS = (390, 768, 1280)
-PHONE = {"width": 390, "height": 844}
 
 
 # -- keyboard reach ------------------------------------------------------------------
@@ -229,28 +224,16 @@ def test_a_container_is_a_tab_stop_exactly_while_it_scrolls(site, open_page, wid
     assert not wrong, "\n".join(wrong[:10])
 
 
-def test_section_links_are_reachable_by_keyboard_and_show_on_touch(browser, server):
-    context = browser.new_context(
-        viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2
-    )
-    page = context.new_page()
-    page.goto(server + "scaling.html")
-    link = page.locator("article h2 > a.headerlink").first
+def test_section_links_are_reachable_by_keyboard_and_show_on_touch(open_page):
+    phone = open_page("scaling.html", **TOUCH_PHONE)
+    link = phone.locator("article h2 > a.headerlink").first
     assert float(link.evaluate("a => getComputedStyle(a).opacity")) == 1
-    context.close()
-    desk = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = desk.new_page()
-    page.goto(server + "scaling.html")
+    phone.context.close()
+    page = open_page("scaling.html", width=1280, height=800)
     link = page.locator("article h2 > a.headerlink").first
     assert float(link.evaluate("a => getComputedStyle(a).opacity")) == 0
-    for _ in range(200):
-        page.keyboard.press("Tab")
-        if link.evaluate("a => a === document.activeElement"):
-            break
-    else:
-        pytest.fail("Tab never reached a section's ¶ link")
+    tab_to(page, link, 200, "a section's ¶ link")
     assert float(link.evaluate("a => getComputedStyle(a).opacity")) == 1
-    desk.close()
 
 
 # -- search --------------------------------------------------------------------------
@@ -334,12 +317,7 @@ def test_a_citation_opens_its_reference_on_hover_and_closes(open_page):
 def test_a_citation_opens_on_focus_and_escape_closes_it(open_page):
     page = open_page("scaling.html")
     link = page.locator(CITE).first
-    for _ in range(300):
-        page.keyboard.press("Tab")
-        if link.evaluate("a => a === document.activeElement"):
-            break
-    else:
-        pytest.fail("Tab never reached a citation")
+    tab_to(page, link, 300, "a citation")
     card = card_for(page, link)
     expect(card).to_be_visible()
     page.keyboard.press("Tab")  # into the card: its links are next

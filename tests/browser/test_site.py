@@ -10,6 +10,9 @@ from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
 
+from .browsing import ALL_IMAGES
+from .helpers import SIDEWAYS_OVERFLOW, contrast_script
+
 try:
     from axe_playwright_python.sync_playwright import Axe
 except ImportError:  # the browser fixture skips, or fails under REQUIRE_BROWSER=1
@@ -23,25 +26,15 @@ IMAGES_WITHOUT_ALT = (
     "els => els.filter(e => !(e.getAttribute('alt') || '').trim()).map(e => e.src)"
 )
 HEADINGS = "article h1, article h2, article h3, article h4, article h5, article h6"
-SIDEWAYS_OVERFLOW = (
-    "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-)
-WIDGET_CONTRAST = """() => {
-    const lum = c => {
-        const [r, g, b] = c.match(/[\\d.]+/g).slice(0, 3).map(x => x / 255)
-            .map(x => x <= 0.04045 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4);
-        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-    };
-    const ratio = (a, b) => {
-        const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
-        return (hi + 0.05) / (lo + 0.05);
-    };
+WIDGET_CONTRAST = contrast_script(
+    "()",
+    """
     const style = sel => getComputedStyle(document.querySelector(sel));
     const panel = style('.sdpa-w-panel').backgroundColor;
     const bars = Array.from(document.querySelectorAll('.sdpa-w-bar')).slice(0, 4)
         .map(b => ratio(getComputedStyle(b).backgroundColor, panel));
-    return {bars, text: ratio(style('.sdpa-w-stats').color, panel)};
-}"""
+    return {bars, text: ratio(style('.sdpa-w-stats').color, panel)};""",
+)
 RAW_TEX = ("\\frac", "$$", "\\sqrt", "\\operatorname", "\\begin{", "\\left")
 # axe's impacts the site must never have; target-size (WCAG 2.2's 24 px
 # targets) is off by default in axe and switched on here.
@@ -152,13 +145,6 @@ def page_problems(name, page):
     return problems
 
 
-ALL_IMAGES = """async () => {
-    const images = [...document.images];
-    images.forEach(i => { i.loading = 'eager'; });
-    await Promise.all(images.map(i => i.complete ? null
-        : new Promise(done => { i.onload = i.onerror = done; })));
-    await document.fonts.ready;
-}"""
 DECODED = """() => {
     const [page] = performance.getEntriesByType('navigation');
     const parts = {[location.pathname.split('/').pop()]: page.decodedBodySize};

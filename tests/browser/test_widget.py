@@ -8,17 +8,9 @@ import pytest
 from figures import widget
 from sdpa_ref import example
 
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the browser fixture skips, or fails under REQUIRE_BROWSER=1
-    expect = None
+from .helpers import expect, url_ending
 
 ROOT = '[data-figure="scaled-vs-unscaled"]'
-
-
-def url_ending(text):
-    """What expect(page).to_have_url waits for: a URL ending in ``text``."""
-    return re.compile(re.escape(text) + "$")
 
 
 def expected(query, width):
