@@ -88,7 +88,6 @@ __all__ = [
     "run_experiment",
     "runs_above_threshold",
     "sample_batch",
-    "scale_factor",
     "scaled_scores",
     "train",
     "window_means",

@@ -10,7 +10,7 @@ from ._checks import positive_int, real_array
 from .core import attention
 from .cost import kv_cache_bytes
 from .random_model import SEED
-from .scales import rms_normalise, scaled_scores
+from .scales import scaled_scores
 from .spread import entropy
 
 __all__ = [
@@ -27,9 +27,7 @@ __all__ = [
     "positive_feature_relative_mse",
     "positive_random_features",
     "random_feature_error_by_query",
-    "rms_normalise",
     "scale_choice_entropies",
-    "scaled_scores",
     "softmax_kernel_inputs",
     "window_reach",
 ]

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sdpa_ref
-from sdpa_ref import training
+from sdpa_ref import scales, training
 
 TINY = training.Setting(
     d_model=4, d_v=3, task=training.Task(n_pairs=3, n_keys=5, n_values=4, batch=2)
@@ -48,7 +48,7 @@ def test_gradients_match_central_differences(scale):
 def test_attention_gradients_are_attention_backwards(scale):
     params, batch = tiny_problem(d_k=6)
     _, grads, stats = training.gradients(params, batch, scale)
-    assert stats["scale"] == training.scale_factor(scale, 6)
+    assert stats["scale"] == scales.scale_factor(scale, 6)
     reference = sdpa_ref.attention_backward(
         stats["q"], stats["k"], stats["v"], stats["d_out"], scale=stats["scale"]
     )
@@ -152,16 +152,16 @@ def test_init_score_std_matches_the_initialised_model(d_k, scale, gain):
         pairs = p["key_embedding"][keys] + p["value_embedding"][values]
         query = p["key_embedding"][np.take_along_axis(keys, asked[..., None], -1)]
         scores = np.einsum("sbqd,sbnd->sbqn", query @ p["w_q"], pairs @ p["w_k"])
-        spreads.append(scores.std() * training.scale_factor(scale, d_k))
+        spreads.append(scores.std() * scales.scale_factor(scale, d_k))
     predicted = training.init_score_std(d_k, scale, setting)
     assert np.mean(spreads) == pytest.approx(predicted, rel=0.3)
 
 
 @given(d_k=st.integers(1, 4096))
 def test_scale_factors_are_the_three_divisors(d_k):
-    assert training.scale_factor("sqrt", d_k) == pytest.approx(d_k**-0.5)
-    assert training.scale_factor("none", d_k) == 1.0
-    assert training.scale_factor("linear", d_k) == pytest.approx(1 / d_k)
+    assert scales.scale_factor("sqrt", d_k) == pytest.approx(d_k**-0.5)
+    assert scales.scale_factor("none", d_k) == 1.0
+    assert scales.scale_factor("linear", d_k) == pytest.approx(1 / d_k)
 
 
 @given(seed=st.integers(0, 2**32 - 1))
@@ -619,7 +619,7 @@ def test_rms_prediction_is_the_root_mean_square_of_frobenius_norms():
     def amplitude(scale, d_k):
         w = softmax(training.init_score_std(d_k, scale) * base)
         fro = np.linalg.norm(sdpa_ref.spread.softmax_jacobian(w), axis=(-2, -1))
-        factor = training.scale_factor(scale, d_k) * np.sqrt(d_k)
+        factor = scales.scale_factor(scale, d_k) * np.sqrt(d_k)
         return np.sqrt(((factor * fro) ** 2).mean())
 
     for scale in ("none", "linear"):
@@ -698,7 +698,7 @@ def _by_hand(d_k, scale, seed, steps):
     x = p["key_embedding"][keys[np.arange(len(asked)), asked]]
     pairs = p["key_embedding"][keys] + p["value_embedding"][values]
     q, k, v = x @ p["w_q"], pairs @ p["w_k"], pairs @ p["w_v"]
-    c = training.scale_factor(scale, d_k)
+    c = scales.scale_factor(scale, d_k)
     s = c * np.einsum("bd,bnd->bn", q, k)
     w = np.exp(s - s.max(axis=1, keepdims=True))
     w /= w.sum(axis=1, keepdims=True)
@@ -844,7 +844,7 @@ def test_first_grad_ratios_are_the_runs_first_step_and_split_by_the_chain_rule()
             r = training.first_grad_ratios(d_k, scale, seeds=(0, 1))
             np.testing.assert_allclose(r["ratio"], measured[i], rtol=1e-10)
             assert r["chain"] == pytest.approx(
-                training.scale_factor(scale, d_k) * d_k**0.5
+                scales.scale_factor(scale, d_k) * d_k**0.5
             )
             np.testing.assert_allclose(r["ratio"], r["chain"] * r["through_softmax"])
     # Without the divisor the chain rule multiplies by √d_k = 16, and

@@ -8,7 +8,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from figures import variants as variant_figures
-from sdpa_ref import example, variants
+from sdpa_ref import example, scales, variants
 
 DOCS = Path(__file__).parents[2] / "docs"
 COUNTS = [16, 64, 256, 1024, 4096, 16384]
@@ -148,7 +148,7 @@ def test_rms_normalised_scores_are_root_d_times_the_cosine():
     rng = np.random.default_rng(5)
     q, k = rng.normal(size=(2, 9)), rng.normal(size=(3, 9))
     np.testing.assert_allclose(
-        np.linalg.norm(variants.rms_normalise(q), axis=-1), np.sqrt(9)
+        np.linalg.norm(scales.rms_normalise(q), axis=-1), np.sqrt(9)
     )
     cos = (q / np.linalg.norm(q, axis=-1, keepdims=True)) @ (
         k / np.linalg.norm(k, axis=-1, keepdims=True)
