@@ -304,7 +304,7 @@ def tradeoff_markdown(figure, recount):
     Parameters
     ----------
     figure : dict
-        :data:`sdpa_ref.flash.FIGURE_2`.
+        :data:`sdpa_ref.published.FIGURE_2`.
     recount : dict
         :func:`sdpa_ref.flash.figure_2_matmul_flops`: ``standard`` and
         ``flash`` in GFLOPs.

@@ -10,8 +10,10 @@ operations (FLOPs) instead, two to a multiply-add
 
 from __future__ import annotations
 
-from . import published
 from ._checks import positive_int
+from .published import (  # the published numbers this module uses or names
+    OLMO_2_7B,
+)
 
 __all__ = [
     "FLOPS_PER_MULTIPLY_ADD",
@@ -24,10 +26,6 @@ __all__ = [
     "score_bytes",
 ]
 
-#: Attention shape of OLMo 2 7B from its model card (allenai/OLMo-2-1124-7B
-#: on Hugging Face, README.md at revision 83f13fa9): 32 layers, 32 attention
-#: heads, context length 4096.
-OLMO_2_7B = published.OLMO_2_7B
 
 #: Floating-point operations in one multiply-add, a multiplication and an
 #: addition.

@@ -30,9 +30,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import published
 from ._checks import positive_int
 from .core import attention
+from .published import (  # the published numbers this module uses or names
+    GEMMA2_27B_QUERY_PRE_ATTN_SCALAR,
+    GEMMA2_ATTN_SOFTCAP,
+    GEMMA2_SHAPES,
+    TRANSFORMER_D_MODEL,
+    TRANSFORMER_HEADS,
+)
 from .spread import entropy, max_entropy
 
 __all__ = [
@@ -63,39 +69,6 @@ WIDTHS = (4, 16, 64, 256)
 #: The width the vectors are written at; wider heads repeat it.
 BASE_WIDTH = 4
 
-#: Model width ``d_model`` of the original Transformer's base model; every
-#: sub-layer and embedding outputs vectors of this width (Vaswani et al. 2017,
-#: "Attention Is All You Need", arXiv:1706.03762, Sections 3.1 and 3.3, and
-#: Table 3, row "base").
-TRANSFORMER_D_MODEL = published.TRANSFORMER_D_MODEL
-
-#: Number of attention heads ``h`` of the same base model ("we employ h = 8
-#: parallel attention layers, or heads", Section 3.2.2 of the same paper).
-TRANSFORMER_HEADS = published.TRANSFORMER_HEADS
-
-#: Model width, number of query heads and head width ("Head size") of the
-#: three Gemma 2 models, from Table 1 of Gemma Team (2024), "Gemma 2:
-#: Improving Open Language Models at a Practical Size", arXiv:2408.00118. None
-#: of them splits d_model evenly: the heads' width is chosen on its own.
-#: ``kv_heads``, the key/value heads of their grouped-query attention, is
-#: ``num_key_value_heads`` of Google's reference implementation
-#: (google/gemma_pytorch, gemma/config.py: get_config_for_2b_v2, _9b, _27b).
-GEMMA2_SHAPES = published.GEMMA2_SHAPES
-
-#: The cap of Gemma 2's attention logits. Every Gemma 2 model replaces its
-#: scaled scores ``s`` by ``50 · tanh(s / 50)`` before the softmax
-#: (``attn_logit_softcapping=50.0`` in google/gemma_pytorch's gemma/config.py,
-#: applied in gemma/model.py's GemmaAttention).
-GEMMA2_ATTN_SOFTCAP = published.GEMMA2_ATTN_SOFTCAP
-
-#: The number whose square root Gemma 2 27B divides its scores by, in place
-#: of its head width of 128: ``query_pre_attn_scalar=144``, commented
-#: "hidden_size / num_attention_heads", in Google's reference implementation
-#: (google/gemma_pytorch, commit 014acb7, gemma/config.py,
-#: ``get_config_for_27b``). Its gemma/model.py multiplies the queries by
-#: ``query_pre_attn_scalar**-0.5`` when that is set, and by
-#: ``head_dim**-0.5`` otherwise, as for the 2B and 9B models.
-GEMMA2_27B_QUERY_PRE_ATTN_SCALAR = published.GEMMA2_27B_QUERY_PRE_ATTN_SCALAR
 
 _QUERIES = np.array(
     [
@@ -323,7 +296,8 @@ def head_width(d_model, heads):
     The Transformer paper splits the model width evenly between the heads, so
     that each head's queries and keys are ``d_model / h`` wide (Vaswani et al.
     2017, Section 3.2.2: ``d_k = d_v = d_model / h = 64``). That is a choice:
-    other models set the head width on its own (:data:`GEMMA2_SHAPES`).
+    other models set the head width on its own
+    (:data:`~sdpa_ref.published.GEMMA2_SHAPES`).
 
     Parameters
     ----------
@@ -415,10 +389,10 @@ def head_width_rows(models=None):
     """Model width, heads, the even split ``d_model / h`` and the head width used.
 
     The first row is the original Transformer's base model, which splits its
-    width evenly; the others are :data:`GEMMA2_SHAPES` (or ``models``, a dict
-    of the same form), which do not. ``concat_width`` is ``h · d_k``, the
-    width of the heads' outputs side by side before the output projection
-    (for heads whose values are as wide as their keys).
+    width evenly; the others are :data:`~sdpa_ref.published.GEMMA2_SHAPES`
+    (or ``models``, a dict of the same form), which do not. ``concat_width``
+    is ``h · d_k``, the width of the heads' outputs side by side before the
+    output projection (for heads whose values are as wide as their keys).
 
     Returns
     -------

@@ -1,7 +1,8 @@
 """FlashAttention's ideas in numbers: the online softmax, memory, HBM traffic.
 
-Every number quoted from outside the project sits in a constant below with its
-source and setting; everything else is computed. Arithmetic is counted as in
+Every number quoted from outside the project is a constant of
+:mod:`sdpa_ref.published`, with its source and setting, which this module
+imports under the same name; everything else is computed. Arithmetic is counted as in
 :mod:`sdpa_ref.cost`: a multiply-add is two floating-point operations (FLOPs).
 """
 
@@ -14,11 +15,30 @@ import tracemalloc
 
 import numpy as np
 
-from . import published
 from ._checks import positive_int, real_array, real_matrices
 from .backward import attention_backward, tiled_attention_backward
 from .core import attention, tiled_attention
 from .cost import attention_flops
+from .published import (  # the published numbers this module uses or names
+    A100_HBM_GB,
+    A100_HBM_TBPS,
+    A100_MATMUL_TFLOPS,
+    A100_NON_MATMUL_TFLOPS,
+    A100_SHARED_MEMORY_MAX_KB,
+    A100_SMS,
+    A100_SRAM_KB,
+    BACKWARD_MATMULS,
+    CAUSAL_SKIP_SPEEDUP,
+    FA3_FP8_ERROR_REDUCTION,
+    FIGURE_2,
+    FIGURE_2_ARXIV_V2,
+    FIGURE_2_RECOUNT_GFLOPS,
+    FLASH2_A100_BLOCKS,
+    FLOPS_UTILISATION,
+    PAPER_MAX_MEMORY_SAVING,
+    README_MEMORY_SAVINGS,
+    README_SETTING,
+)
 from .random_model import SEED
 
 __all__ = [
@@ -65,131 +85,12 @@ __all__ = [
     "trace_problem",
 ]
 
-#: The A100 GPU as Dao et al. (2022, arXiv 2205.14135, Section 2.1) describe
-#: it: "40-80GB of high bandwidth memory (HBM) ... and 192KB of on-chip SRAM
-#: per each of 108 streaming multiprocessors".
-A100_HBM_GB = published.A100_HBM_GB
-A100_SMS = published.A100_SMS
-#: The A100's SRAM per streaming multiprocessor as the paper writes it, "192KB".
-A100_SRAM_KB = published.A100_SRAM_KB
 #: The same in bytes, reading a KB as 1024 bytes (this site's choice).
 A100_SRAM_BYTES = A100_SRAM_KB * 1024
-#: The most of those 192 KB that a kernel can configure as shared memory on an
-#: A100: "The NVIDIA A100 GPU supports shared memory capacity of 0, 8, 16, 32,
-#: 64, 100, 132 or 164 KB per SM" (NVIDIA Ampere GPU Architecture Tuning
-#: Guide, Section 1.4.2.3, where 192 KB is the combined capacity of the L1
-#: cache, texture cache and shared memory).
-A100_SHARED_MEMORY_MAX_KB = published.A100_SHARED_MEMORY_MAX_KB
-#: The A100's HBM bandwidth in TB/s (10¹² bytes a second), from the same
-#: sentence of Dao et al. (2022, Section 2.1): "40-80GB of high bandwidth
-#: memory (HBM) with bandwidth 1.5-2.0TB/s".
-A100_HBM_TBPS = published.A100_HBM_TBPS
-#: The A100's peak throughput for 16-bit matrix products, in TFLOPs/s (10¹²
-#: FLOPs a second): "the A100 GPU has a max theoretical throughput of 312
-#: TFLOPs/s of FP16/BF16 matmul, but only 19.5 TFLOPs/s of non-matmul FP32"
-#: (Dao 2024, arXiv 2307.08691, Section 3.1).
-A100_MATMUL_TFLOPS = published.A100_MATMUL_TFLOPS
-#: The A100's peak for arithmetic other than matrix products, in TFLOPs/s, from
-#: the same sentence: "each non-matmul FLOP is 16x more expensive than a matmul
-#: FLOP".
-A100_NON_MATMUL_TFLOPS = published.A100_NON_MATMUL_TFLOPS
 
-#: Share of the A100's theoretical maximum FLOPs/s that each version reaches,
-#: in per cent, as Dao (2024) reports it in the abstract of FlashAttention-2:
-#: FlashAttention is "reaching only 25-40% of the theoretical maximum
-#: FLOPs/s", FlashAttention-2 "reaching 50-73% of the theoretical maximum
-#: FLOPs/s on A100". Quoted, not computed.
-FLOPS_UTILISATION = published.FLOPS_UTILISATION
-
-#: How much lower the numerical error of FlashAttention-3's FP8 path is than a
-#: baseline FP8 attention's, as the abstract of Shah et al. (2024, arXiv
-#: 2407.08608) reports it: "FP8 FlashAttention-3 achieves 2.6x lower
-#: numerical error than a baseline FP8 attention", with block quantization
-#: and incoherent processing. Quoted, not computed.
-FA3_FP8_ERROR_REDUCTION = published.FA3_FP8_ERROR_REDUCTION
-
-#: The block sizes of FlashAttention-2's forward kernels on an A100, by head
-#: dimension: ``(B_r, B_c)``, queries by keys per thread block.
-#:
-#: From ``csrc/flash_attn/src/flash_fwd_launch_template.h`` at release v2.8.3
-#: (commit 060c9188), without dropout: ``run_mha_fwd_hdim32`` to
-#: ``run_mha_fwd_hdim256`` launch ``Flash_fwd_kernel_traits<Headdim, kBlockM,
-#: kBlockN, ...>``, with ``kBlockM`` the query rows of one thread block (the
-#: grid has ``ceil(seqlen_q / kBlockM)`` of them per head). For an A100
-#: (compute capability 8.0, not the "sm86 or sm89" branches) that is 128 x 128
-#: for head dimensions 32 and 64, and 128 x 64 for 96 to 256 ("For A100, we
-#: want to run with 128 x 64", at 256). The comment at 64 says why the query
-#: block is not larger: "Using block size (256 x 64) is 85% slower for
-#: seqlen=2k, because of register spilling". A head width is rounded up to
-#: the next key of this table (``static_switch.h``, ``HEADDIM_SWITCH``).
-FLASH2_A100_BLOCKS = published.FLASH2_A100_BLOCKS
-
-#: Figure 2 (left) of Dao et al. (2022), as printed in the NeurIPS 2022 version.
-#:
-#: Forward plus backward pass of attention with sequence length 1024, head
-#: dimension 64, 16 heads and batch size 64, with a key-padding mask and no
-#: dropout, on an A100 GPU. Quoted, not computed. Its FLOP row is off by some
-#: factor, by its author's later account: see :data:`FIGURE_2_RECOUNT_GFLOPS`.
-#: arXiv's version 2 printed other traffic and runtimes for the figure:
-#: :data:`FIGURE_2_ARXIV_V2`.
-FIGURE_2 = published.FIGURE_2
-
-#: Figure 2 (left) as arXiv's version 2 (2205.14135v2, June 2022) printed it,
-#: for "GPT-2 medium" with the same sizes and no mask or dropout named: the
-#: same GFLOPs, other HBM traffic and runtimes. Quoted, not computed.
-FIGURE_2_ARXIV_V2 = published.FIGURE_2_ARXIV_V2
-
-#: Tri Dao's recount of Figure 2's FLOPs, in GFLOPs, matrix products only.
-#:
-#: From his replies of 2023-12-28 in Dao-AILab/flash-attention issue 741: the
-#: figure's FLOP numbers "might have been off by some factor" while "the ratio
-#: between the two columns should still be around the same"; counting only
-#: the matrix products, the forward pass is 275 GFLOPs, the backward pass 2x
-#: that for standard attention and 2.5x for FlashAttention, so "the left
-#: column FLOPs should be 825 GFLOPs and the right column should be 963
-#: GFLOPs". Quoted; :func:`figure_2_matmul_flops` recomputes them.
-FIGURE_2_RECOUNT_GFLOPS = published.FIGURE_2_RECOUNT_GFLOPS
-
-#: The speedup that skipping fully masked blocks brings causal attention.
-#:
-#: Measured against attention without a mask, as FlashAttention-2's paper
-#: reports it, "around 1.7-1.8× speedup compared to attention without the
-#: causal mask" (Dao 2024, Section 3.1.1, "Causal masking"). Quoted, not
-#: computed.
-CAUSAL_SKIP_SPEEDUP = published.CAUSAL_SKIP_SPEEDUP
 
 #: Matrix products in attention's forward pass, ``S = Q Kᵀ`` and ``O = P V``.
 FORWARD_MATMULS = 2
-#: Matrix products in the backward pass, each as large as a forward one.
-#:
-#: The standard backward computes ``dV = Pᵀ dO``, ``dP = dO Vᵀ``,
-#: ``dQ = dS K`` and ``dK = dSᵀ Q`` (Dao 2024, Section 2.2); FlashAttention
-#: first recomputes ``S = Q Kᵀ``, "5 matmuls in the backward pass, due to
-#: recomputation" (Dao 2024, Section 4.1).
-BACKWARD_MATMULS = published.BACKWARD_MATMULS
-
-#: "FlashAttention is up to 20x more memory efficient than exact attention
-#: baselines" (Dao et al. 2022, Section 4.3, Figure 3 right: attention memory
-#: on one A100 with 40 GB of HBM, with dropout and a padding mask).
-PAPER_MAX_MEMORY_SAVING = published.PAPER_MAX_MEMORY_SAVING
-
-#: Memory savings of FlashAttention over PyTorch's standard attention by
-#: sequence length, from the memory benchmark of the flash-attention README
-#: ("We see 10X memory savings at sequence length 2K, and 20X at 4K"), a
-#: sentence the README has kept from May 2022 to release v2.8.3, with the same
-#: graph (assets/flashattn_memory.jpg, unchanged since commit 67c37795).
-#: Quoted, not computed.
-README_MEMORY_SAVINGS = published.README_MEMORY_SAVINGS
-#: The benchmark setting that the README of May 2022 (commit dc6d1300) gives
-#: for its speedup graphs, "similar to BERT-base": batch size 8, head
-#: dimension 64, 12 attention heads, sequence lengths up to 4096 on an A100.
-#: Neither README states a setting for the memory graph of
-#: :data:`README_MEMORY_SAVINGS`: in 2022 it sat beside those speedup graphs,
-#: and the README of v2.8.3 shows the same graph under the setting of its newer
-#: speed benchmarks (head dimension 64 or 128, hidden dimension 2048, batch
-#: size 16k / seqlen). That this was also the memory graph's setting is an
-#: inference.
-README_SETTING = published.README_SETTING
 
 
 def online_softmax_trace(scores, values, block_size):
@@ -550,7 +451,7 @@ def flash2_kernel_blocks(d):
 
     The width is rounded up to the next head dimension that release v2.8.3
     compiles (32, 64, 96, 128, 192 or 256), as its ``HEADDIM_SWITCH`` does,
-    and looked up in :data:`FLASH2_A100_BLOCKS`.
+    and looked up in :data:`~sdpa_ref.published.FLASH2_A100_BLOCKS`.
 
     Examples
     --------
@@ -699,7 +600,8 @@ def arithmetic_intensity(n, d, *, itemsize=2):
     keys and values, which it reads once, ``2 N d + 2 d`` numbers (the
     cache, the query and the output) for ``4 N d`` FLOPs.
     A kernel keeps the A100's Tensor Cores busy only if it does at least
-    :data:`A100_MATMUL_TFLOPS` / :data:`A100_HBM_TBPS` FLOPs per byte it moves:
+    :data:`~sdpa_ref.published.A100_MATMUL_TFLOPS` /
+    :data:`~sdpa_ref.published.A100_HBM_TBPS` FLOPs per byte it moves:
     below that ridge of the roofline, it waits for memory.
 
     Returns
@@ -937,14 +839,15 @@ def figure_2_matmul_flops(setting=None):
     The forward pass multiplies ``Q Kᵀ`` and ``P V``, :data:`FORWARD_MATMULS`
     products of ``N² d`` multiply-adds for each of ``batch x heads`` heads,
     ``4 N² d`` FLOPs a head (:func:`sdpa_ref.cost.attention_flops`). The
-    backward pass adds :data:`BACKWARD_MATMULS` more of the same size: 4 for
-    standard attention, 5 for FlashAttention, which recomputes ``S``.
+    backward pass adds :data:`~sdpa_ref.published.BACKWARD_MATMULS` more of
+    the same size: 4 for standard attention, 5 for FlashAttention, which
+    recomputes ``S``.
 
     Parameters
     ----------
     setting : dict, optional
         ``seq_len``, ``head_dim``, ``heads`` and ``batch``; by default
-        Figure 2's, :data:`FIGURE_2` ``["setting"]``.
+        Figure 2's, :data:`~sdpa_ref.published.FIGURE_2` ``["setting"]``.
 
     Returns
     -------
@@ -952,7 +855,8 @@ def figure_2_matmul_flops(setting=None):
         ``forward``, ``standard`` and ``flash`` (forward plus backward), in
         GFLOPs (10⁹ FLOPs); ``ratio``, FlashAttention's over standard
         attention's, (2 + 5) / (2 + 4) = 7/6; and ``printed_factor``, each
-        column over the GFLOPs printed in :data:`FIGURE_2`, as a dict.
+        column over the GFLOPs printed in
+        :data:`~sdpa_ref.published.FIGURE_2`, as a dict.
 
     Examples
     --------

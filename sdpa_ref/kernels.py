@@ -24,9 +24,11 @@ import math
 
 import numpy as np
 
-from . import published
 from ._options import with_signature
 from .precision import to_bfloat16
+from .published import (  # the published numbers this module uses or names
+    TORCH_ASSERT_CLOSE_DEFAULTS,
+)
 from .random_model import SEED
 from .testing import check_attention
 
@@ -157,9 +159,6 @@ BROKEN_KERNELS = {
 #: Two fixed tolerances that a kernel test might pick instead.
 FIXED_TOLERANCES = (1e-2, 1e-3)
 
-#: ``torch.testing.assert_close``'s default ``(rtol, atol)`` per dtype:
-#: ``_DTYPE_PRECISIONS`` in torch/testing/_comparison.py (torch 2.13.0).
-TORCH_ASSERT_CLOSE_DEFAULTS = published.TORCH_ASSERT_CLOSE_DEFAULTS
 
 # (kernel, is it broken, precision, logit scale, causal). The queries are
 # multiplied by the logit scale. Small logits hide a wrong scale or a missing

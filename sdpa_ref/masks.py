@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import published
 from ._checks import nonnegative_int, positive_int
 from ._options import Options
 from .core import attention, prepare, softmax
 from .mods import create_mask, sliding_window
+from .published import (  # the published numbers this module uses or names
+    D2L_FILL_EXPONENT,
+    MISTRAL_7B_KV,
+    OLMO_2_7B_HIDDEN,
+    OLMO_2_7B_KV,
+    TUTORIAL_FILL,
+    TUTORIAL_FILL_EXPONENT,
+)
 from .random_model import SEED
 
 __all__ = [
@@ -32,39 +39,6 @@ __all__ = [
     "unmask_empty_rows",
     "window_pairs",
 ]
-
-#: The power of ten in :data:`TUTORIAL_FILL`.
-TUTORIAL_FILL_EXPONENT = published.TUTORIAL_FILL_EXPONENT
-
-#: The large negative number the Annotated Transformer (Rush, 2018) writes
-#: into masked logits: ``scores.masked_fill(mask == 0, -1e9)``.
-TUTORIAL_FILL = published.TUTORIAL_FILL
-
-#: The power of ten in the fill of Dive into Deep Learning's ``masked_softmax``
-#: (Zhang et al., d2l-en release v1.0.3, Section 11.3.2): "On the last axis,
-#: replace masked elements with a very large negative value, whose
-#: exponentiation outputs 0", ``_sequence_mask(..., value=-1e6)``. A row with
-#: no valid key gets -1e6 everywhere, and equal weights, as with
-#: :data:`TUTORIAL_FILL`.
-D2L_FILL_EXPONENT = published.D2L_FILL_EXPONENT
-
-#: OLMo 2 7B's hidden size (model card of allenai/OLMo-2-1124-7B), which its
-#: 32 attention heads split into heads of width 4096 / 32 = 128.
-OLMO_2_7B_HIDDEN = published.OLMO_2_7B_HIDDEN
-
-#: Key/value shape of OLMo 2 7B, from the layers and heads of
-#: :data:`sdpa_ref.cost.OLMO_2_7B`, each head with its own keys and values
-#: (multi-head attention: transformers' Olmo2Config defaults its key/value
-#: heads to its attention heads), of width hidden size / heads.
-OLMO_2_7B_KV = published.OLMO_2_7B_KV
-
-#: Key/value shape of Mistral 7B v0.1, the model of Jiang et al. (2023),
-#: Table 1: 32 layers, 8 key/value heads shared by its 32 query heads, head
-#: width 128, and ``window_size`` W = 4096. The paper counts W positions
-#: back (position i attends to positions i - W to i), ``window=(W, 0)`` in
-#: :func:`sdpa_ref.attention`'s terms; a rolling-buffer cache holds W
-#: positions. Mistral 7B v0.2 and later have no sliding window.
-MISTRAL_7B_KV = published.MISTRAL_7B_KV
 
 
 def padding_mask(lengths, n):

@@ -5,14 +5,15 @@ the defaults of other libraries: each constant below is quoted, not computed,
 and :data:`SOURCES` maps its name to the citation key(s) of its source in the
 site's bibliography (``docs/references.bib`` and ``docs/bib/*.bib``).
 
-The subject modules that the pages and figures read (:mod:`sdpa_ref.cost`,
-:mod:`sdpa_ref.example`, :mod:`sdpa_ref.flash`, :mod:`sdpa_ref.kernels`,
-:mod:`sdpa_ref.masks`, :mod:`sdpa_ref.testing`, :mod:`sdpa_ref.training` and
-:mod:`sdpa_ref.variants`) take their values from here under the same names,
-so ``sdpa_ref.flash.A100_HBM_GB`` is this module's ``A100_HBM_GB``. Each
-constant's source is quoted once, in the ``#:`` comment beside its name in
-the subject module, which the API pages render. The project's own choices
-(seeds, widths, block sizes, thresholds) stay in the modules that make them.
+Each constant's source is quoted once, in the ``#:`` comment beside its
+value here, which the API reference renders. The subject modules that the
+pages and figures read (:mod:`sdpa_ref.cost`, :mod:`sdpa_ref.example`,
+:mod:`sdpa_ref.flash`, :mod:`sdpa_ref.kernels`, :mod:`sdpa_ref.masks`,
+:mod:`sdpa_ref.testing`, :mod:`sdpa_ref.training` and
+:mod:`sdpa_ref.variants`) import their values from here under the same
+names, so ``sdpa_ref.flash.A100_HBM_GB`` is this module's ``A100_HBM_GB``.
+The project's own choices (seeds, widths, block sizes, thresholds) stay in
+the modules that make them.
 """
 
 from __future__ import annotations
@@ -20,24 +21,62 @@ from __future__ import annotations
 # ---------------------------------------------------------------------------
 # Model configurations.
 
+#: Model width ``d_model`` of the original Transformer's base model; every
+#: sub-layer and embedding outputs vectors of this width (Vaswani et al. 2017,
+#: "Attention Is All You Need", arXiv:1706.03762, Sections 3.1 and 3.3, and
+#: Table 3, row "base").
 TRANSFORMER_D_MODEL = 512
 
+#: Number of attention heads ``h`` of the same base model ("we employ h = 8
+#: parallel attention layers, or heads", Section 3.2.2 of the same paper).
 TRANSFORMER_HEADS = 8
 
+#: Attention shape of OLMo 2 7B from its model card (allenai/OLMo-2-1124-7B
+#: on Hugging Face, README.md at revision 83f13fa9): 32 layers, 32 attention
+#: heads, context length 4096.
 OLMO_2_7B = {"layers": 32, "heads": 32, "context": 4096}
 
+#: OLMo 2 7B's hidden size (model card of allenai/OLMo-2-1124-7B), which its
+#: 32 attention heads split into heads of width 4096 / 32 = 128.
 OLMO_2_7B_HIDDEN = 4096
 
+#: Key/value shape of OLMo 2 7B, from the layers and heads of
+#: :data:`OLMO_2_7B`, each head with its own keys and values
+#: (multi-head attention: transformers' Olmo2Config defaults its key/value
+#: heads to its attention heads), of width hidden size / heads.
 OLMO_2_7B_KV = {
     "layers": OLMO_2_7B["layers"],
     "kv_heads": OLMO_2_7B["heads"],
     "head_dim": OLMO_2_7B_HIDDEN // OLMO_2_7B["heads"],
 }
 
+#: Key/value shape of Mistral 7B v0.1, the model of Jiang et al. (2023),
+#: Table 1: 32 layers, 8 key/value heads shared by its 32 query heads, head
+#: width 128, and ``window_size`` W = 4096. The paper counts W positions
+#: back (position i attends to positions i - W to i), ``window=(W, 0)`` in
+#: :func:`sdpa_ref.attention`'s terms; a rolling-buffer cache holds W
+#: positions. Mistral 7B v0.2 and later have no sliding window.
 MISTRAL_7B_KV = {"layers": 32, "kv_heads": 8, "head_dim": 128, "window": 4096}
 
+#: Mistral 7B v0.1's sliding window W, ``window_size`` in Table 1 of Jiang et
+#: al. (2023): :data:`MISTRAL_7B_KV`'s ``"window"``. Its
+#: rolling buffer cache keeps the keys and values of only this many
+#: positions, so past it the cache stops growing.
 MISTRAL_7B_WINDOW = MISTRAL_7B_KV["window"]
 
+#: Attention shapes of three published decoder models, as layers, query heads,
+#: key/value heads and head width.
+#:
+#: - Llama 2 7B keeps the architecture of LLaMA 7B (Touvron et al. 2023b,
+#:   arXiv:2307.09288, Section 2.2; its Table 1 marks GQA for 34B and 70B
+#:   only), whose Table 2 (Touvron et al. 2023a, arXiv:2302.13971) gives
+#:   dimension 4096, 32 heads, 32 layers: heads of width 4096 / 32 = 128.
+#: - Mistral 7B: :data:`MISTRAL_7B_KV` (Table 1 of Jiang et
+#:   al., 2023, arXiv:2310.06825: n_layers 32, head_dim 128, n_kv_heads 8),
+#:   with its n_heads 32.
+#: - Falcon 7B: the configuration of tiiuae/falcon-7b on Hugging Face:
+#:   n_layer 32, n_head 71, hidden_size 4544 (heads of width 4544 / 71 = 64),
+#:   multi_query true.
 MODEL_SHAPES = {
     "Llama 2 7B (multi-head)": {
         "layers": 32,
@@ -59,34 +98,96 @@ MODEL_SHAPES = {
     },
 }
 
+#: Model width, number of query heads and head width ("Head size") of the
+#: three Gemma 2 models, from Table 1 of Gemma Team (2024), "Gemma 2:
+#: Improving Open Language Models at a Practical Size", arXiv:2408.00118. None
+#: of them splits d_model evenly: the heads' width is chosen on its own.
+#: ``kv_heads``, the key/value heads of their grouped-query attention, is
+#: ``num_key_value_heads`` of Google's reference implementation
+#: (google/gemma_pytorch, gemma/config.py: get_config_for_2b_v2, _9b, _27b).
 GEMMA2_SHAPES = {
     "Gemma 2 2B": {"d_model": 2304, "heads": 8, "kv_heads": 4, "head_width": 256},
     "Gemma 2 9B": {"d_model": 3584, "heads": 16, "kv_heads": 8, "head_width": 256},
     "Gemma 2 27B": {"d_model": 4608, "heads": 32, "kv_heads": 16, "head_width": 128},
 }
 
+#: The cap of Gemma 2's attention logits. Every Gemma 2 model replaces its
+#: scaled scores ``s`` by ``50 · tanh(s / 50)`` before the softmax
+#: (``attn_logit_softcapping=50.0`` in google/gemma_pytorch's gemma/config.py,
+#: applied in gemma/model.py's GemmaAttention).
 GEMMA2_ATTN_SOFTCAP = 50.0
 
+#: The number whose square root Gemma 2 27B divides its scores by, in place
+#: of its head width of 128: ``query_pre_attn_scalar=144``, commented
+#: "hidden_size / num_attention_heads", in Google's reference implementation
+#: (google/gemma_pytorch, commit 014acb7, gemma/config.py,
+#: ``get_config_for_27b``). Its gemma/model.py multiplies the queries by
+#: ``query_pre_attn_scalar**-0.5`` when that is set, and by
+#: ``head_dim**-0.5`` otherwise, as for the 2B and 9B models.
 GEMMA2_27B_QUERY_PRE_ATTN_SCALAR = 144
 
 # ---------------------------------------------------------------------------
 # The A100 GPU.
 
+#: The A100 GPU as Dao et al. (2022, arXiv 2205.14135, Section 2.1) describe
+#: it: "40-80GB of high bandwidth memory (HBM) ... and 192KB of on-chip SRAM
+#: per each of 108 streaming multiprocessors".
 A100_HBM_GB = (40, 80)
+#: The A100's streaming multiprocessors, 108, from the same sentence.
 A100_SMS = 108
+#: The A100's SRAM per streaming multiprocessor as the paper writes it, "192KB".
 A100_SRAM_KB = 192
+#: The most of those 192 KB that a kernel can configure as shared memory on an
+#: A100: "The NVIDIA A100 GPU supports shared memory capacity of 0, 8, 16, 32,
+#: 64, 100, 132 or 164 KB per SM" (NVIDIA Ampere GPU Architecture Tuning
+#: Guide, Section 1.4.2.3, where 192 KB is the combined capacity of the L1
+#: cache, texture cache and shared memory).
 A100_SHARED_MEMORY_MAX_KB = 164
+#: The A100's HBM bandwidth in TB/s (10¹² bytes a second), from the same
+#: sentence of Dao et al. (2022, Section 2.1): "40-80GB of high bandwidth
+#: memory (HBM) with bandwidth 1.5-2.0TB/s".
 A100_HBM_TBPS = (1.5, 2.0)
+#: The A100's peak throughput for 16-bit matrix products, in TFLOPs/s (10¹²
+#: FLOPs a second): "the A100 GPU has a max theoretical throughput of 312
+#: TFLOPs/s of FP16/BF16 matmul, but only 19.5 TFLOPs/s of non-matmul FP32"
+#: (Dao 2024, arXiv 2307.08691, Section 3.1).
 A100_MATMUL_TFLOPS = 312
+#: The A100's peak for arithmetic other than matrix products, in TFLOPs/s, from
+#: the same sentence: "each non-matmul FLOP is 16x more expensive than a matmul
+#: FLOP".
 A100_NON_MATMUL_TFLOPS = 19.5
 
 # ---------------------------------------------------------------------------
 # The FlashAttention papers, their code and their README.
 
+#: Share of the A100's theoretical maximum FLOPs/s that each version reaches,
+#: in per cent, as Dao (2024) reports it in the abstract of FlashAttention-2:
+#: FlashAttention is "reaching only 25-40% of the theoretical maximum
+#: FLOPs/s", FlashAttention-2 "reaching 50-73% of the theoretical maximum
+#: FLOPs/s on A100". Quoted, not computed.
 FLOPS_UTILISATION = {"flash": (25, 40), "flash2": (50, 73)}
 
+#: How much lower the numerical error of FlashAttention-3's FP8 path is than a
+#: baseline FP8 attention's, as the abstract of Shah et al. (2024, arXiv
+#: 2407.08608) reports it: "FP8 FlashAttention-3 achieves 2.6x lower
+#: numerical error than a baseline FP8 attention", with block quantization
+#: and incoherent processing. Quoted, not computed.
 FA3_FP8_ERROR_REDUCTION = 2.6
 
+#: The block sizes of FlashAttention-2's forward kernels on an A100, by head
+#: dimension: ``(B_r, B_c)``, queries by keys per thread block.
+#:
+#: From ``csrc/flash_attn/src/flash_fwd_launch_template.h`` at release v2.8.3
+#: (commit 060c9188), without dropout: ``run_mha_fwd_hdim32`` to
+#: ``run_mha_fwd_hdim256`` launch ``Flash_fwd_kernel_traits<Headdim, kBlockM,
+#: kBlockN, ...>``, with ``kBlockM`` the query rows of one thread block (the
+#: grid has ``ceil(seqlen_q / kBlockM)`` of them per head). For an A100
+#: (compute capability 8.0, not the "sm86 or sm89" branches) that is 128 x 128
+#: for head dimensions 32 and 64, and 128 x 64 for 96 to 256 ("For A100, we
+#: want to run with 128 x 64", at 256). The comment at 64 says why the query
+#: block is not larger: "Using block size (256 x 64) is 85% slower for
+#: seqlen=2k, because of register spilling". A head width is rounded up to
+#: the next key of this table (``static_switch.h``, ``HEADDIM_SWITCH``).
 FLASH2_A100_BLOCKS = {
     32: (128, 128),
     64: (128, 128),
@@ -96,53 +197,125 @@ FLASH2_A100_BLOCKS = {
     256: (128, 64),
 }
 
+#: Figure 2 (left) of Dao et al. (2022), as printed in the NeurIPS 2022 version.
+#:
+#: Forward plus backward pass of attention with sequence length 1024, head
+#: dimension 64, 16 heads and batch size 64, with a key-padding mask and no
+#: dropout, on an A100 GPU. Quoted, not computed. Its FLOP row is off by some
+#: factor, by its author's later account: see :data:`FIGURE_2_RECOUNT_GFLOPS`.
+#: arXiv's version 2 printed other traffic and runtimes for the figure:
+#: :data:`FIGURE_2_ARXIV_V2`.
 FIGURE_2 = {
     "setting": {"seq_len": 1024, "head_dim": 64, "heads": 16, "batch": 64},
     "standard": {"gflops": 66.6, "hbm_gb": 35.3, "runtime_ms": 35.1},
     "flash": {"gflops": 75.2, "hbm_gb": 4.4, "runtime_ms": 11.7},
 }
 
+#: Figure 2 (left) as arXiv's version 2 (2205.14135v2, June 2022) printed it,
+#: for "GPT-2 medium" with the same sizes and no mask or dropout named: the
+#: same GFLOPs, other HBM traffic and runtimes. Quoted, not computed.
 FIGURE_2_ARXIV_V2 = {
     "setting": FIGURE_2["setting"],
     "standard": {"gflops": 66.6, "hbm_gb": 40.3, "runtime_ms": 41.7},
     "flash": {"gflops": 75.2, "hbm_gb": 4.4, "runtime_ms": 7.3},
 }
 
+#: Tri Dao's recount of Figure 2's FLOPs, in GFLOPs, matrix products only.
+#:
+#: From his replies of 2023-12-28 in Dao-AILab/flash-attention issue 741: the
+#: figure's FLOP numbers "might have been off by some factor" while "the ratio
+#: between the two columns should still be around the same"; counting only
+#: the matrix products, the forward pass is 275 GFLOPs, the backward pass 2x
+#: that for standard attention and 2.5x for FlashAttention, so "the left
+#: column FLOPs should be 825 GFLOPs and the right column should be 963
+#: GFLOPs". Quoted; :func:`sdpa_ref.flash.figure_2_matmul_flops` recomputes them.
 FIGURE_2_RECOUNT_GFLOPS = {"standard": 825, "flash": 963}
 
+#: The speedup that skipping fully masked blocks brings causal attention.
+#:
+#: Measured against attention without a mask, as FlashAttention-2's paper
+#: reports it, "around 1.7-1.8× speedup compared to attention without the
+#: causal mask" (Dao 2024, Section 3.1.1, "Causal masking"). Quoted, not
+#: computed.
 CAUSAL_SKIP_SPEEDUP = (1.7, 1.8)
 
+#: Matrix products in the backward pass, each as large as a forward one.
+#:
+#: The standard backward computes ``dV = Pᵀ dO``, ``dP = dO Vᵀ``,
+#: ``dQ = dS K`` and ``dK = dSᵀ Q`` (Dao 2024, Section 2.2); FlashAttention
+#: first recomputes ``S = Q Kᵀ``, "5 matmuls in the backward pass, due to
+#: recomputation" (Dao 2024, Section 4.1).
 BACKWARD_MATMULS = {"standard": 4, "flash": 5}
 
+#: "FlashAttention is up to 20x more memory efficient than exact attention
+#: baselines" (Dao et al. 2022, Section 4.3, Figure 3 right: attention memory
+#: on one A100 with 40 GB of HBM, with dropout and a padding mask).
 PAPER_MAX_MEMORY_SAVING = 20
 
+#: Memory savings of FlashAttention over PyTorch's standard attention by
+#: sequence length, from the memory benchmark of the flash-attention README
+#: ("We see 10X memory savings at sequence length 2K, and 20X at 4K"), a
+#: sentence the README has kept from May 2022 to release v2.8.3, with the same
+#: graph (assets/flashattn_memory.jpg, unchanged since commit 67c37795).
+#: Quoted, not computed.
 README_MEMORY_SAVINGS = {2048: 10, 4096: 20}
 
+#: The benchmark setting that the README of May 2022 (commit dc6d1300) gives
+#: for its speedup graphs, "similar to BERT-base": batch size 8, head
+#: dimension 64, 12 attention heads, sequence lengths up to 4096 on an A100.
+#: Neither README states a setting for the memory graph of
+#: :data:`README_MEMORY_SAVINGS`: in 2022 it sat beside those speedup graphs,
+#: and the README of v2.8.3 shows the same graph under the setting of its newer
+#: speed benchmarks (head dimension 64 or 128, hidden dimension 2048, batch
+#: size 16k / seqlen). That this was also the memory graph's setting is an
+#: inference.
 README_SETTING = {"batch": 8, "head_dim": 64, "heads": 12}
 
 # ---------------------------------------------------------------------------
 # Other libraries' defaults and conventions.
 
+#: FlashAttention adds this to each gradient's tolerance with soft-capping
+#: (hopper/test_flash_attn.py:343-348).
 SOFTCAP_GRAD_ATOL = 3e-4
 
+#: How far a kernel's ``exp``, ``exp2``, ``log`` and ``tanh`` may be from the
+#: exact value, in units in the last place. PyTorch's CPU flash-attention
+#: kernel computes the softmax's exponentials with ``exp_u20``, "A faster
+#: version of exp with ULP=20" (pytorch/pytorch,
+#: aten/src/ATen/cpu/vec/vec512/vec512_float.h at commit 0243643e, called from
+#: aten/src/ATen/native/cpu/FlashAttentionKernel.cpp at commit 008ec6b1).
 EXP_ULPS = 20
 
+#: ``torch.testing.assert_close``'s default ``(rtol, atol)`` per dtype:
+#: ``_DTYPE_PRECISIONS`` in torch/testing/_comparison.py (torch 2.13.0).
 TORCH_ASSERT_CLOSE_DEFAULTS = {
     "float16": (1e-3, 1e-5),
     "bfloat16": (1.6e-2, 1e-5),
     "float32": (1.3e-6, 1e-5),
 }
 
+#: The power of ten in :data:`TUTORIAL_FILL`.
 TUTORIAL_FILL_EXPONENT = 9
 
+#: The large negative number the Annotated Transformer (Rush, 2018) writes
+#: into masked logits: ``scores.masked_fill(mask == 0, -1e9)``.
 TUTORIAL_FILL = -(10.0**TUTORIAL_FILL_EXPONENT)
 
+#: The power of ten in the fill of Dive into Deep Learning's ``masked_softmax``
+#: (Zhang et al., d2l-en release v1.0.3, Section 11.3.2): "On the last axis,
+#: replace masked elements with a very large negative value, whose
+#: exponentiation outputs 0", ``_sequence_mask(..., value=-1e6)``. A row with
+#: no valid key gets -1e6 everywhere, and equal weights, as with
+#: :data:`TUTORIAL_FILL`.
 D2L_FILL_EXPONENT = 6
 
+#: Adam's fixed hyperparameters, Kingma and Ba's defaults, shared by every arm.
 ADAM = {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
 
 # ---------------------------------------------------------------------------
 
+#: The citation key(s) of each constant's source, by the constant's name, in
+#: the site's bibliography; the pages cite them where they quote the number.
 SOURCES = {
     "TRANSFORMER_D_MODEL": ("vaswani2017attention",),
     "TRANSFORMER_HEADS": ("vaswani2017attention",),

@@ -25,8 +25,8 @@ the rule that fits the kernel's precision:
   and §3.1; Blanchard, Higham and Higham, IMA J. Numer. Anal. 41(4), 2021,
   for the shifted softmax). It uses the inputs' magnitudes, the head width,
   the number of keys and the unit roundoff, and allows the exponential
-  :data:`EXP_ULPS` units in the last place of error. The testing page
-  derives it term by term.
+  :data:`~sdpa_ref.published.EXP_ULPS` units in the last place of error.
+  The testing page derives it term by term.
 
 A failure names, per output, how many elements exceed their bound, where they
 are (batch entries, heads, query or key rows), and the worst element to every
@@ -43,7 +43,6 @@ from typing import Any, Literal, NamedTuple, Unpack
 
 import numpy as np
 
-from . import published
 from ._arrays import FORMATS, ArrayInput, Precision, as_array, source_precision
 from ._arrays import PRECISIONS as _PRECISIONS
 from ._checks import real_array
@@ -72,6 +71,10 @@ from .mods import (
     with_derivative,
 )
 from .precision import to_bfloat16 as _untyped_to_bfloat16
+from .published import (  # the published numbers this module uses or names
+    EXP_ULPS,
+    SOFTCAP_GRAD_ATOL,
+)
 from .varlen import pad, unpack, unpack_lse
 
 #: sdpa_ref.precision's rounding to bfloat16 (float32 holding the values).
@@ -102,13 +105,6 @@ PRECISIONS = _PRECISIONS
 #: Unit roundoff ``u = 2**-p`` of each precision, ``p`` significant bits.
 UNIT_ROUNDOFF = {name: 2.0**-f.bits for name, f in FORMATS.items()}
 
-#: How far a kernel's ``exp``, ``exp2``, ``log`` and ``tanh`` may be from the
-#: exact value, in units in the last place. PyTorch's CPU flash-attention
-#: kernel computes the softmax's exponentials with ``exp_u20``, "A faster
-#: version of exp with ULP=20" (pytorch/pytorch,
-#: aten/src/ATen/cpu/vec/vec512/vec512_float.h at commit 0243643e, called from
-#: aten/src/ATen/native/cpu/FlashAttentionKernel.cpp at commit 008ec6b1).
-EXP_ULPS = published.EXP_ULPS
 
 #: The fewest keys the bound lets a kernel put in one block of its online
 #: softmax. Each block after the first may move the row's running maximum,
@@ -119,9 +115,6 @@ EXP_ULPS = published.EXP_ULPS
 #: every few keys lies outside the model.
 MIN_KEY_BLOCK = 16
 
-#: FlashAttention adds this to each gradient's tolerance with soft-capping
-#: (hopper/test_flash_attn.py:343-348).
-SOFTCAP_GRAD_ATOL = published.SOFTCAP_GRAD_ATOL
 
 #: Above this many bytes of float64 scores (n_q x n_k per head, all heads), the
 #: reference runs tiled, block by block, so its memory grows with n, not n².
@@ -215,7 +208,8 @@ def _kernel_precision(
 def exp_relative_error(precision: str) -> float:
     """The relative error the bound allows ``exp``, ``log`` and ``tanh``.
 
-    :data:`EXP_ULPS` units in the last place, each at most ``2u`` relative.
+    :data:`~sdpa_ref.published.EXP_ULPS` units in the last place, each at
+    most ``2u`` relative.
 
     Examples
     --------

@@ -36,10 +36,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import published, scales
+from . import scales
 from ._checks import positive_int
 from .backward import attention_backward
 from .core import attention, softmax
+from .published import (  # the published numbers this module uses or names
+    ADAM,
+)
 from .random_model import SEED, standard_score_row
 from .scales import scale_factor
 from .spread import entropy, softmax_jacobian, softmax_jacobian_norm
@@ -102,8 +105,6 @@ WIDTHS = (16, 64, 256)
 SEEDS = (0, 1, 2)
 #: Adam steps per run.
 STEPS = 150
-#: Adam's fixed hyperparameters, Kingma and Ba's defaults, shared by every arm.
-ADAM = published.ADAM
 #: The learned arrays, in the order the gradients are returned.
 PARAMETERS = ("key_embedding", "value_embedding", "w_q", "w_k", "w_v", "w_out")
 #: How :func:`predicted_grad_ratio` turns rows of scores into one number.

@@ -5,10 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from . import example as authored
-from . import published, scales
+from . import scales
 from ._checks import positive_int, real_array
 from .core import attention
 from .cost import kv_cache_bytes
+from .published import (  # the published numbers this module uses or names
+    MISTRAL_7B_WINDOW,
+    MODEL_SHAPES,
+)
 from .random_model import SEED
 from .scales import scaled_scores
 from .spread import entropy
@@ -32,26 +36,6 @@ __all__ = [
     "window_reach",
 ]
 
-#: Attention shapes of three published decoder models, as layers, query heads,
-#: key/value heads and head width.
-#:
-#: - Llama 2 7B keeps the architecture of LLaMA 7B (Touvron et al. 2023b,
-#:   arXiv:2307.09288, Section 2.2; its Table 1 marks GQA for 34B and 70B
-#:   only), whose Table 2 (Touvron et al. 2023a, arXiv:2302.13971) gives
-#:   dimension 4096, 32 heads, 32 layers: heads of width 4096 / 32 = 128.
-#: - Mistral 7B: :data:`sdpa_ref.masks.MISTRAL_7B_KV` (Table 1 of Jiang et
-#:   al., 2023, arXiv:2310.06825: n_layers 32, head_dim 128, n_kv_heads 8),
-#:   with its n_heads 32.
-#: - Falcon 7B: the configuration of tiiuae/falcon-7b on Hugging Face:
-#:   n_layer 32, n_head 71, hidden_size 4544 (heads of width 4544 / 71 = 64),
-#:   multi_query true.
-MODEL_SHAPES = published.MODEL_SHAPES
-
-#: Mistral 7B v0.1's sliding window W, ``window_size`` in Table 1 of Jiang et
-#: al. (2023): :data:`sdpa_ref.masks.MISTRAL_7B_KV`'s ``"window"``. Its
-#: rolling buffer cache keeps the keys and values of only this many
-#: positions, so past it the cache stops growing.
-MISTRAL_7B_WINDOW = published.MISTRAL_7B_WINDOW
 
 #: The fixed gain of the cosine form of QK-normalisation on this site,
 #: :data:`sdpa_ref.scales.QK_NORM_GAIN`. Henry et al. (2020) learn it, so a

@@ -62,26 +62,15 @@ def _assigned_names(node):
                 yield sub.id
 
 
-def _is_alias(value, name):
-    """``published.NAME``: the other module's name for the one definition."""
-    return (
-        isinstance(value, ast.Attribute)
-        and value.attr == name
-        and isinstance(value.value, ast.Name)
-        and value.value.id == "published"
-    )
-
-
 @pytest.mark.parametrize(
     "path",
     sorted(p for p in PACKAGE.glob("*.py") if p.name != "published.py"),
     ids=lambda p: p.name,
 )
 def test_no_other_module_defines_a_published_number(path):
-    """Outside published.py a published name is imported, or bound to
-    ``published.NAME`` where a module documents it under its old name (the
-    API pages render a constant from the ``#:`` comment beside its
-    assignment); a literal or a computation is a second definition."""
+    """Outside published.py a published name is only imported: a literal, a
+    computation or an alias ``NAME = published.NAME`` (with a ``#:`` comment
+    that quotes the source a second time) is a second definition."""
     tree = ast.parse(path.read_text())
     defined = [
         f"line {node.lineno}: {name}"
@@ -89,11 +78,6 @@ def test_no_other_module_defines_a_published_number(path):
         if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign)
         for name in _assigned_names(node)
         if name in published.SOURCES
-        and not (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and _is_alias(node.value, name)
-        )
     ]
     assert not defined, f"{path.name} defines published numbers: {defined}"
 
@@ -117,22 +101,16 @@ def test_old_names_are_the_published_objects():
     assert set(found) == set(published.SOURCES)
 
 
-def test_each_source_is_quoted_once_beside_its_documented_name():
+def test_each_source_is_quoted_once_beside_its_value():
     """The ``#:`` comment that quotes a number's source stands in one place:
-    above ``NAME = published.NAME`` in the subject module whose API page
-    renders it, never again in published.py."""
+    above its definition in published.py, which the API reference renders.
+    (The subject modules only import it, as
+    test_no_other_module_defines_a_published_number checks.)"""
     own = (PACKAGE / "published.py").read_text().splitlines()
-    assert not [line for line in own if line.lstrip().startswith("#:")]
-    quoted = {name: [] for name in published.SOURCES}
-    for path in sorted(PACKAGE.glob("*.py")):
-        lines = path.read_text().splitlines()
-        for i, line in enumerate(lines):
-            name = line.split(" = published.")[0]
-            if name not in quoted or line != f"{name} = published.{name}":
-                continue
-            above = i - 1  # a run of aliases may share one comment
-            while above >= 0 and " = published." in lines[above]:
-                above -= 1
-            if above >= 0 and lines[above].startswith("#:"):
-                quoted[name].append(path.stem)
-    assert {name: where for name, where in quoted.items() if len(where) != 1} == {}
+    documented = set()
+    for i, line in enumerate(own):
+        name = line.split(" = ")[0]
+        quoted = i > 0 and own[i - 1].startswith("#:")
+        if quoted and (name in published.SOURCES or name == "SOURCES"):
+            documented.add(name)
+    assert sorted((set(published.SOURCES) | {"SOURCES"}) - documented) == []
