@@ -5,8 +5,8 @@ the defaults of other libraries: each constant below is quoted, not computed,
 and :data:`SOURCES` maps its name to the citation key(s) of its source in the
 site's bibliography (``docs/references.bib`` and ``docs/bib/*.bib``).
 
-Each constant's source is quoted once, in the ``#:`` comment beside its
-value here, which the API reference renders. The subject modules that the
+Each constant's source is quoted once, in the comment beside its value
+(its entry in the API reference). The subject modules that the
 pages and figures read (:mod:`sdpa_ref.cost`, :mod:`sdpa_ref.example`,
 :mod:`sdpa_ref.flash`, :mod:`sdpa_ref.kernels`, :mod:`sdpa_ref.masks`,
 :mod:`sdpa_ref.testing`, :mod:`sdpa_ref.training` and
@@ -316,6 +316,8 @@ ADAM = {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
 
 #: The citation key(s) of each constant's source, by the constant's name, in
 #: the site's bibliography; the pages cite them where they quote the number.
+#:
+#: :meta hide-value:
 SOURCES = {
     "TRANSFORMER_D_MODEL": ("vaswani2017attention",),
     "TRANSFORMER_HEADS": ("vaswani2017attention",),
@@ -360,4 +362,4 @@ SOURCES = {
     "ADAM": ("kingma2015adam",),
 }
 
-__all__ = ["SOURCES", *SOURCES]  # noqa: PLE0604 (the names SOURCES lists)
+__all__ = [*SOURCES, "SOURCES"]  # noqa: PLE0604 (the names SOURCES lists)
