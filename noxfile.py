@@ -113,16 +113,18 @@ def doctests(session: nox.Session) -> None:
     )
 
 
-@nox.session
+@nox.session(reuse_venv=True)
 def quick(session: nox.Session) -> None:
     """Everything but the browser, torch and the slow tests, in about a minute.
 
     No site build, no Chromium and no torch: the unit, property and content
     tests and the worked examples, less those marked ``browser``, ``slow`` (a
     second or more each) and ``torch`` (``nox -s parity`` runs those).
-    ``nox -s tests`` runs all but the torch ones.
+    ``nox -s tests`` runs all but the torch ones. The docs group is installed
+    too: the extensions' tests import Sphinx, docutils and pybtex. The
+    environment is kept between runs, so only the first one installs.
     """
-    session.install("-e", ".", *group("test"))
+    session.install("-e", ".", *group("test"), *group("docs"))
     session.run(
         "pytest",
         "-m",
