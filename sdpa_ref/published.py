@@ -52,10 +52,13 @@ OLMO_2_7B_KV = {
 
 #: Key/value shape of Mistral 7B v0.1, the model of Jiang et al. (2023),
 #: Table 1: 32 layers, 8 key/value heads shared by its 32 query heads, head
-#: width 128, and ``window_size`` W = 4096. The paper counts W positions
-#: back (position i attends to positions i - W to i), ``window=(W, 0)`` in
-#: :func:`sdpa_ref.attention`'s terms; a rolling-buffer cache holds W
-#: positions. Mistral 7B v0.2 and later have no sliding window.
+#: width 128, and ``window_size`` W = 4096. The paper's text counts W
+#: positions back (position i attends to positions i - W to i),
+#: ``window=(W, 0)`` in :func:`sdpa_ref.attention`'s terms; its Figure 1's
+#: caption, its W-slot rolling-buffer cache and Hugging Face's mask keep W
+#: keys, the query's own included, ``window=(W - 1, 0)``. The variants page
+#: (:ref:`rolling-buffer`) weighs the two readings. Mistral 7B v0.2 and later
+#: have no sliding window.
 MISTRAL_7B_KV = {"layers": 32, "kv_heads": 8, "head_dim": 128, "window": 4096}
 
 #: Mistral 7B v0.1's sliding window W, ``window_size`` in Table 1 of Jiang et
@@ -74,9 +77,10 @@ MISTRAL_7B_WINDOW = MISTRAL_7B_KV["window"]
 #: - Mistral 7B: :data:`MISTRAL_7B_KV` (Table 1 of Jiang et
 #:   al., 2023, arXiv:2310.06825: n_layers 32, head_dim 128, n_kv_heads 8),
 #:   with its n_heads 32.
-#: - Falcon 7B: the configuration of tiiuae/falcon-7b on Hugging Face:
-#:   n_layer 32, n_head 71, hidden_size 4544 (heads of width 4544 / 71 = 64),
-#:   multi_query true.
+#: - Falcon 7B: transformers' ``FalconConfig`` (release 5.23.0), documented
+#:   as the configuration of checkpoint tiiuae/falcon-7b: num_hidden_layers
+#:   32, num_attention_heads 71, hidden_size 4544 (heads of width
+#:   4544 / 71 = 64), multi_query True.
 MODEL_SHAPES = {
     "Llama 2 7B (multi-head)": {
         "layers": 32,
@@ -153,7 +157,8 @@ A100_HBM_TBPS = (1.5, 2.0)
 #: (Dao 2024, arXiv 2307.08691, Section 3.1).
 A100_MATMUL_TFLOPS = 312
 #: The A100's peak for arithmetic other than matrix products, in TFLOPs/s, from
-#: the same sentence: "each non-matmul FLOP is 16x more expensive than a matmul
+#: the sentence quoted under :data:`A100_MATMUL_TFLOPS`; the next sentence
+#: draws the ratio, "each non-matmul FLOP is 16x more expensive than a matmul
 #: FLOP".
 A100_NON_MATMUL_TFLOPS = 19.5
 
@@ -201,8 +206,9 @@ FLASH2_A100_BLOCKS = {
 #:
 #: Forward plus backward pass of attention with sequence length 1024, head
 #: dimension 64, 16 heads and batch size 64, with a key-padding mask and no
-#: dropout, on an A100 GPU. Quoted, not computed. Its FLOP row is off by some
-#: factor, by its author's later account: see :data:`FIGURE_2_RECOUNT_GFLOPS`.
+#: dropout, on an A100 GPU. Quoted, not computed. Its FLOP row "might have
+#: been off by some factor", its author wrote later: see
+#: :data:`FIGURE_2_RECOUNT_GFLOPS`.
 #: arXiv's version 2 printed other traffic and runtimes for the figure:
 #: :data:`FIGURE_2_ARXIV_V2`.
 FIGURE_2 = {
@@ -274,16 +280,21 @@ README_SETTING = {"batch": 8, "head_dim": 64, "heads": 12}
 # ---------------------------------------------------------------------------
 # Other libraries' defaults and conventions.
 
-#: FlashAttention adds this to each gradient's tolerance with soft-capping
-#: (hopper/test_flash_attn.py:343-348).
+#: FlashAttention-3's tests add this to each gradient's absolute tolerance
+#: with soft-capping, where they also raise the relative factor from 2 to 3
+#: (Dao-AILab/flash-attention at commit 0251105a, hopper/test_flash_attn.py,
+#: lines 343-348 and 256).
 SOFTCAP_GRAD_ATOL = 3e-4
 
-#: How far a kernel's ``exp``, ``exp2``, ``log`` and ``tanh`` may be from the
-#: exact value, in units in the last place. PyTorch's CPU flash-attention
-#: kernel computes the softmax's exponentials with ``exp_u20``, "A faster
-#: version of exp with ULP=20" (pytorch/pytorch,
+#: The accuracy, in units in the last place, of the ``exp`` that PyTorch's CPU
+#: flash-attention kernel computes the softmax's exponentials with:
+#: ``exp_u20``, "A faster version of exp with ULP=20" (pytorch/pytorch,
 #: aten/src/ATen/cpu/vec/vec512/vec512_float.h at commit 0243643e, called from
-#: aten/src/ATen/native/cpu/FlashAttentionKernel.cpp at commit 008ec6b1).
+#: aten/src/ATen/native/cpu/FlashAttentionKernel.cpp at commit 008ec6b1). The
+#: source vouches for that one function. :mod:`sdpa_ref.testing` allows this
+#: many units to a kernel's ``exp``, ``exp2``, ``log`` and ``tanh``: the
+#: project's choice, which a kernel built on coarser approximations (a GPU's
+#: approximate ``tanh``, say) can exceed while right to its own accuracy.
 EXP_ULPS = 20
 
 #: ``torch.testing.assert_close``'s default ``(rtol, atol)`` per dtype:
@@ -309,13 +320,15 @@ TUTORIAL_FILL = -(10.0**TUTORIAL_FILL_EXPONENT)
 #: :data:`TUTORIAL_FILL`.
 D2L_FILL_EXPONENT = 6
 
-#: Adam's fixed hyperparameters, Kingma and Ba's defaults, shared by every arm.
+#: Adam's fixed hyperparameters, Kingma and Ba's defaults, which every run of
+#: the training experiment (:mod:`sdpa_ref.training`) uses.
 ADAM = {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
 
 # ---------------------------------------------------------------------------
 
 #: The citation key(s) of each constant's source, by the constant's name, in
-#: the site's bibliography; the pages cite them where they quote the number.
+#: the site's bibliography. Each constant's entry here cites them, as the pages
+#: do where they quote the number.
 #:
 #: :meta hide-value:
 SOURCES = {

@@ -8,8 +8,13 @@ shows (``"1/√d_k"``, ``"QK-norm"``, ...). An entry scores in two steps:
 is), then ``factor`` multiplies the dot products of the results. Three
 entries only multiply, by 1, ``1/√d_k`` or ``1/d_k``: those are
 :data:`FIXED`, and :func:`scale_factor` gives their number. The two kinds
-of QK-normalisation normalise first: the cosine form scales unit vectors
-by a gain, so the width drops out; RMSNorm keeps ``1/√d_k``.
+of QK-normalisation normalise first. The one labelled ``"QK-norm"`` is the
+cosine form of Henry et al. (2020): it scales unit vectors by a gain, so
+the width drops out. ``"RMSNorm + 1/√d_k"`` normalises and then scales as
+usual, the form that ViT-22B (with LayerNorm) and OLMo 2 (with RMSNorm)
+use; here it is RMSNorm per head and without the learned weight those
+models give it. ``q̂ = RMSNorm(q)`` is ``q`` divided by its root mean
+square, a vector of length ``√d``.
 """
 
 from __future__ import annotations
@@ -55,7 +60,8 @@ def unit_normalise(x):
 def rms_normalise(x):
     """Divide each vector by its root mean square: RMSNorm without its learned weight.
 
-    The result has length ``sqrt(d)``, so ``rms(q)·rms(k) = d · cos(q, k)``.
+    The result has length ``sqrt(d)``, so ``q̂·k̂ = d · cos(q, k)`` for
+    ``q̂ = rms_normalise(q)`` and ``k̂ = rms_normalise(k)``.
 
     Examples
     --------
@@ -89,16 +95,24 @@ class Scale(NamedTuple):
     ``normalise`` None for the choices that only multiply.
     """
 
+    #: The short name, as the training experiment spells it.
     name: str
+    #: The label, as the variants page shows it.
     label: str
+    #: What each query and key becomes first; None leaves them as they are.
     normalise: Callable[[Any], Any] | None
+    #: ``factor(d_k, gain)``, the number that multiplies the dot products.
     factor: Callable[[int, Any], Any]
+    #: The score it gives, as a formula.
     description: str
 
 
 #: Every scale choice, in the variants page's order. No divisor, the paper's
 #: 1/√d_k, μP's 1/d_k (which assumes that q·k grows like d_k), and the two
-#: kinds of QK-normalisation.
+#: kinds of QK-normalisation: the cosine form, labelled ``"QK-norm"``, and
+#: ``"RMSNorm + 1/√d_k"``.
+#:
+#: :meta hide-value:
 TABLE = (
     Scale("none", "none", None, _one, "q·k"),
     Scale("sqrt", "1/√d_k", None, _inverse_root, "q·k / √d_k"),
@@ -109,7 +123,7 @@ TABLE = (
         "RMSNorm + 1/√d_k",
         rms_normalise,
         _inverse_root,
-        "rms(q)·rms(k) / √d_k = √d_k · cos(q, k)",
+        "q̂·k̂ / √d_k = √d_k · cos(q, k), q̂ = RMSNorm(q)",
     ),
 )
 #: The short name of each entry of :data:`TABLE`, in its order.
@@ -171,11 +185,12 @@ def scaled_scores(q, k, scale, *, gain=QK_NORM_GAIN):
     for the entry of :data:`~sdpa_ref.scales.TABLE` that ``scale`` names,
     by name or by label (:func:`~sdpa_ref.scales.lookup`). ``none`` is
     ``q·k``; ``1/√d_k`` the standard rule; ``1/d_k`` the muP choice, which
-    assumes q·k grows like ``d_k``; ``QK-norm`` scales unit vectors,
-    ``gain * cos(q, k)``, so the width drops out; ``RMSNorm + 1/√d_k``
-    normalises both sides with :func:`~sdpa_ref.scales.rms_normalise` and
-    keeps the standard divisor, giving ``sqrt(d_k) * cos(q, k)``. ``gain``
-    matters to ``QK-norm`` only.
+    assumes q·k grows like ``d_k``; ``QK-norm``, the cosine form, scales
+    unit vectors, ``gain * cos(q, k)``, so the width drops out;
+    ``RMSNorm + 1/√d_k``, normalise then scale, normalises both sides with
+    :func:`~sdpa_ref.scales.rms_normalise` and keeps the standard divisor,
+    giving ``sqrt(d_k) * cos(q, k)``. ``gain`` matters to ``QK-norm``
+    only.
 
     Examples
     --------

@@ -96,8 +96,8 @@ __all__ = [
     "window_means",
 ]
 
-#: The divisors compared, 1/√d_k (the paper's), 1 (none) and 1/d_k (μP's).
-#: They are :data:`sdpa_ref.scales.FIXED`, the paper's first.
+#: The factors compared, 1/√d_k (the paper's), 1 (none) and 1/d_k (μP's),
+#: by name: :data:`sdpa_ref.scales.FIXED`, the paper's first.
 SCALES = ("sqrt", *(name for name in scales.FIXED if name != "sqrt"))
 #: Head widths of the queries and keys.
 WIDTHS = (16, 64, 256)

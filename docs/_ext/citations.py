@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import html
+import importlib
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -182,6 +183,35 @@ def _natural(ref: str):
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", ref)]
 
 
+def source_citation(name: str, sources) -> str | None:
+    """The line that cites a published constant's source in its API entry.
+
+    ``sources`` is :data:`sdpa_ref.published.SOURCES`; ``name`` is the entry's
+    full name. Other entries get None.
+
+    >>> source_citation("sdpa_ref.published.ADAM", {"ADAM": ("kingma2015adam",)})
+    'Source: :cite:p:`kingma2015adam`.'
+    >>> source_citation("sdpa_ref.published.X", {"X": ("a", "b")})
+    'Sources: :cite:p:`a,b`.'
+    >>> source_citation("sdpa_ref.training.ADAM", {"ADAM": ("k",)}) is None
+    True
+    """
+    module, _, short = name.rpartition(".")
+    if module != "sdpa_ref.published" or short not in sources:
+        return None
+    keys = sources[short]
+    return f"Source{'s' if len(keys) > 1 else ''}: :cite:p:`{','.join(keys)}`."
+
+
+def _cite_sources(app, what, name, obj, options, lines):  # noqa: PLR0917 (Sphinx's)
+    """Cite each published number's source under its API entry, from SOURCES."""
+    if what == "data" and name.startswith("sdpa_ref.published."):
+        sources = importlib.import_module("sdpa_ref.published").SOURCES
+        line = source_citation(name, sources)
+        if line:
+            lines.extend(["", line])
+
+
 def _finish(app, exception):
     if exception is None and app.builder.format == "html":
         link_citations(Path(app.outdir))
@@ -190,4 +220,5 @@ def _finish(app, exception):
 def setup(app):
     register_plugin("pybtex.style.formatting", STYLE, SiteStyle)
     app.connect("build-finished", _finish, priority=400)
+    app.connect("autodoc-process-docstring", _cite_sources)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -14,7 +14,7 @@ from citations import _page_title, author_year, link_citations
 
 def test_the_module_examples_hold():
     result = doctest.testmod(citations)
-    assert (result.attempted, result.failed) == (4, 0)
+    assert (result.attempted, result.failed) == (7, 0)
 
 
 def people(*names):
@@ -155,3 +155,19 @@ def test_no_references_page_means_no_change(tmp_path):
     assert (tmp_path / "a.html").read_text(encoding="utf-8") == page(
         "A", cite("id2", "V")
     )
+
+
+def test_every_published_number_cites_its_sources_under_its_entry():
+    from sdpa_ref import published
+
+    for name, keys in published.SOURCES.items():
+        full = f"sdpa_ref.published.{name}"
+        plural = "s" if len(keys) > 1 else ""
+        expected = f"Source{plural}: :cite:p:`{','.join(keys)}`."
+        assert citations.source_citation(full, published.SOURCES) == expected
+    lines = ["A constant."]
+    citations._cite_sources(None, "data", "sdpa_ref.published.ADAM", {}, {}, lines)
+    assert lines == ["A constant.", "", "Source: :cite:p:`kingma2015adam`."]
+    untouched = ["A constant."]
+    citations._cite_sources(None, "data", "sdpa_ref.training.STEPS", 1, {}, untouched)
+    assert untouched == ["A constant."]
