@@ -183,6 +183,22 @@ def test_every_page_loads_cleanly_and_stays_light(site, open_page, page_weights)
     assert not problems, "\n".join(problems)
 
 
+def test_every_published_number_cites_its_sources_on_the_api_page(site):
+    """The citations extension adds each constant's SOURCES under its entry."""
+    from sdpa_ref import published
+
+    text = (site / "api-kernels.html").read_text(encoding="utf-8")
+    for name, keys in published.SOURCES.items():
+        start = text.index(f'id="sdpa_ref.published.{name}"')
+        entry = text[start : text.index("</dd>", start)]
+        label = "Sources:" if len(keys) > 1 else "Source:"
+        assert label in entry, name
+        cites = re.findall(
+            r'class="reference internal sdpa-cite" href="references', entry
+        )
+        assert len(cites) >= len(keys), name
+
+
 def test_no_table_has_an_empty_header_cell(site):
     empty = [
         f"{name}: {cell}"
