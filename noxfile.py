@@ -74,6 +74,11 @@ def sphinx_build(session, src: Path, out: Path, *options: str, env=None) -> None
     )
 
 
+def run_pytest(session, *args: str, **extra_env: str) -> None:
+    """pytest with these arguments, then the session's, in the build environment."""
+    session.run("pytest", *args, *session.posargs, env=build_env() | extra_env)
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """Unit, property and doctests, prose doctests, and the site in Chromium.
@@ -85,13 +90,12 @@ def tests(session: nox.Session) -> None:
     before instead of building one.
     """
     session.install("-e", ".", *group("test"), *group("docs"))
-    env = build_env()
     site = os.environ.get("SDPA_SITE")
     if not site:
         shutil.rmtree(DOCS_SRC / "_build", ignore_errors=True)
         sphinx_build(session, DOCS_SRC, DOCS_SRC / "_build", "-q")
         site = str(DOCS_OUT)
-    session.run("pytest", *session.posargs, env=env | {"SDPA_SITE": site})
+    run_pytest(session, SDPA_SITE=site)
 
 
 @nox.session
@@ -102,15 +106,7 @@ def doctests(session: nox.Session) -> None:
     that the numbers in the prose are the ones sdpa_ref computes.
     """
     session.install("-e", ".", *group("doctest"))
-    session.run(
-        "pytest",
-        "sdpa_ref",
-        "figures",
-        "docs",
-        "README.md",
-        *session.posargs,
-        env=build_env(),
-    )
+    run_pytest(session, "sdpa_ref", "figures", "docs", "README.md")
 
 
 @nox.session(reuse_venv=True)
@@ -125,13 +121,7 @@ def quick(session: nox.Session) -> None:
     environment is kept between runs, so only the first one installs.
     """
     session.install("-e", ".", *group("test"), *group("docs"))
-    session.run(
-        "pytest",
-        "-m",
-        "not (browser or slow or torch)",
-        *session.posargs,
-        env=build_env(),
-    )
+    run_pytest(session, "-m", "not (browser or slow or torch)")
 
 
 @nox.session(reuse_venv=True)
@@ -269,9 +259,8 @@ def parity(session: nox.Session) -> None:
     REQUIRE_TORCH=1 turns every skip for a missing torch into a failure.
     """
     session.install("-e", ".", *group("test"), "torch==2.13.0")
-    env = build_env() | {"REQUIRE_TORCH": "1"}
-    session.run(
-        "pytest",
+    run_pytest(
+        session,
         "tests/oracle/test_parity_torch.py",
         "tests/oracle/test_parity_backward.py",
         "tests/oracle/test_testing_torch.py",
@@ -283,8 +272,7 @@ def parity(session: nox.Session) -> None:
         "tests/site/test_content_steps.py",
         "tests/oracle/test_verdicts_torch.py",
         "docs/testing.md",
-        *session.posargs,
-        env=env,
+        REQUIRE_TORCH="1",
     )
 
 
