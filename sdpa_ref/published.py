@@ -104,8 +104,9 @@ MODEL_SHAPES = {
 
 #: Model width, number of query heads and head width ("Head size") of the
 #: three Gemma 2 models, from Table 1 of Gemma Team (2024), "Gemma 2:
-#: Improving Open Language Models at a Practical Size", arXiv:2408.00118. None
-#: of them splits d_model evenly: the heads' width is chosen on its own.
+#: Improving Open Language Models at a Practical Size", arXiv:2408.00118. In
+#: none of them do the heads' widths add up to d_model (heads x head width is
+#: 2048, 4096 and 4096): the heads' width is chosen on its own.
 #: ``kv_heads``, the key/value heads of their grouped-query attention, is
 #: ``num_key_value_heads`` of Google's reference implementation
 #: (google/gemma_pytorch, gemma/config.py: get_config_for_2b_v2, _9b, _27b).
@@ -141,8 +142,10 @@ A100_HBM_GB = (40, 80)
 A100_SMS = 108
 #: The A100's SRAM per streaming multiprocessor as the paper writes it, "192KB".
 A100_SRAM_KB = 192
-#: The most of those 192 KB that a kernel can configure as shared memory on an
-#: A100: "The NVIDIA A100 GPU supports shared memory capacity of 0, 8, 16, 32,
+#: The most of those 192 KB per streaming multiprocessor that can be configured
+#: as shared memory on an A100, per SM (one thread block's own limit is a
+#: separate device attribute, which this figure does not give): "The NVIDIA
+#: A100 GPU supports shared memory capacity of 0, 8, 16, 32,
 #: 64, 100, 132 or 164 KB per SM" (NVIDIA Ampere GPU Architecture Tuning
 #: Guide, Section 1.4.2.3, where 192 KB is the combined capacity of the L1
 #: cache, texture cache and shared memory).
@@ -156,7 +159,8 @@ A100_HBM_TBPS = (1.5, 2.0)
 #: TFLOPs/s of FP16/BF16 matmul, but only 19.5 TFLOPs/s of non-matmul FP32"
 #: (Dao 2024, arXiv 2307.08691, Section 3.1).
 A100_MATMUL_TFLOPS = 312
-#: The A100's peak for arithmetic other than matrix products, in TFLOPs/s, from
+#: The A100's peak for FP32 arithmetic other than matrix products, in TFLOPs/s,
+#: from
 #: the sentence quoted under :data:`A100_MATMUL_TFLOPS`; the next sentence
 #: draws the ratio, "each non-matmul FLOP is 16x more expensive than a matmul
 #: FLOP".
@@ -164,6 +168,12 @@ A100_NON_MATMUL_TFLOPS = 19.5
 
 # ---------------------------------------------------------------------------
 # The FlashAttention papers, their code and their README.
+
+#: The on-chip memory ``M`` that the FlashAttention paper's prose assumes, in
+#: KB: "For typical values of d (64-128) and M (around 100KB)" (Dao et al.
+#: 2022, arXiv 2205.14135, Section 3.2). The block sizes of its Algorithm 1
+#: make sense only with ``M`` counted in numbers, as the flash page explains.
+FLASH_PAPER_SRAM_KB = 100
 
 #: Share of the A100's theoretical maximum FLOPs/s that each version reaches,
 #: in per cent, as Dao (2024) reports it in the abstract of FlashAttention-2:
@@ -179,8 +189,8 @@ FLOPS_UTILISATION = {"flash": (25, 40), "flash2": (50, 73)}
 #: and incoherent processing. Quoted, not computed.
 FA3_FP8_ERROR_REDUCTION = 2.6
 
-#: The block sizes of FlashAttention-2's forward kernels on an A100, by head
-#: dimension: ``(B_r, B_c)``, queries by keys per thread block.
+#: The block sizes of FlashAttention-2's unsplit forward kernel on an A100, by
+#: head dimension: ``(B_r, B_c)``, queries by keys per thread block.
 #:
 #: From ``csrc/flash_attn/src/flash_fwd_launch_template.h`` at release v2.8.3
 #: (commit 060c9188), without dropout: ``run_mha_fwd_hdim32`` to
@@ -193,6 +203,12 @@ FA3_FP8_ERROR_REDUCTION = 2.6
 #: block is not larger: "Using block size (256 x 64) is 85% slower for
 #: seqlen=2k, because of register spilling". A head width is rounded up to
 #: the next key of this table (``static_switch.h``, ``HEADDIM_SWITCH``).
+#: The split-KV kernel has other blocks, 64 query rows and 256, 128 or 64 keys
+#: for head dimensions up to 64, up to 128 and above
+#: (``run_mha_fwd_splitkv_dispatch``); ``mha_fwd`` picks it by a heuristic
+#: when the batch, heads and query blocks fill few of the GPU's
+#: multiprocessors, and ``mha_fwd_kvcache`` always uses it
+#: (``flash_api.cpp``, ``set_params_splitkv``).
 FLASH2_A100_BLOCKS = {
     32: (128, 128),
     64: (128, 128),
@@ -234,7 +250,8 @@ FIGURE_2_ARXIV_V2 = {
 #: the matrix products, the forward pass is 275 GFLOPs, the backward pass 2x
 #: that for standard attention and 2.5x for FlashAttention, so "the left
 #: column FLOPs should be 825 GFLOPs and the right column should be 963
-#: GFLOPs". Quoted; :func:`sdpa_ref.flash.figure_2_matmul_flops` recomputes them.
+#: GFLOPs". Quoted; :func:`sdpa_ref.flash.figure_2_matmul_flops` recomputes them
+#: as 824.6 and 962.1 (the author rounded the forward pass to 275 first).
 FIGURE_2_RECOUNT_GFLOPS = {"standard": 825, "flash": 963}
 
 #: The speedup that skipping fully masked blocks brings causal attention.
@@ -337,7 +354,11 @@ SOURCES = {
     "OLMO_2_7B": ("olmo2_7b_card",),
     "OLMO_2_7B_HIDDEN": ("olmo2_7b_card",),
     "OLMO_2_7B_KV": ("olmo2_7b_card", "hf_transformers_5230"),
-    "MISTRAL_7B_KV": ("jiang2023mistral",),
+    "MISTRAL_7B_KV": (
+        "jiang2023mistral",
+        "hf_transformers_5230",
+        "mistral_7b_v02_card",
+    ),
     "MISTRAL_7B_WINDOW": ("jiang2023mistral",),
     "MODEL_SHAPES": (
         "touvron2023llama",
@@ -355,6 +376,7 @@ SOURCES = {
     "A100_HBM_TBPS": ("dao2022flashattention",),
     "A100_MATMUL_TFLOPS": ("dao2024flashattention2",),
     "A100_NON_MATMUL_TFLOPS": ("dao2024flashattention2",),
+    "FLASH_PAPER_SRAM_KB": ("dao2022flashattention",),
     "FLOPS_UTILISATION": ("dao2024flashattention2",),
     "FA3_FP8_ERROR_REDUCTION": ("shah2024flashattention3",),
     "FLASH2_A100_BLOCKS": ("flashattention_src_v283",),

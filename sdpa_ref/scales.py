@@ -8,13 +8,18 @@ shows (``"1/√d_k"``, ``"QK-norm"``, ...). An entry scores in two steps:
 is), then ``factor`` multiplies the dot products of the results. Three
 entries only multiply, by 1, ``1/√d_k`` or ``1/d_k``: those are
 :data:`FIXED`, and :func:`scale_factor` gives their number. The two kinds
-of QK-normalisation normalise first. The one labelled ``"QK-norm"`` is the
-cosine form of Henry et al. (2020): it scales unit vectors by a gain, so
-the width drops out. ``"RMSNorm + 1/√d_k"`` normalises and then scales as
-usual, the form that ViT-22B (with LayerNorm) and OLMo 2 (with RMSNorm)
-use; here it is RMSNorm per head and without the learned weight those
-models give it. ``q̂ = RMSNorm(q)`` is ``q`` divided by its root mean
-square, a vector of length ``√d``.
+of QK-normalisation normalise first. The one labelled ``"QK-norm"`` is
+only the cosine form :cite:p:`henry2020query`: it scales unit vectors by a
+gain, so the width drops out. ``"RMSNorm + 1/√d_k"`` normalises and then
+scales as usual, the form of the models that call it QK normalization,
+ViT-22B with LayerNorm :cite:p:`dehghani2023scaling` and OLMo 2 with
+RMSNorm :cite:p:`olmo2024olmo2`; a model's QK-norm flag is this entry, not
+the label ``"QK-norm"``. Here it is RMSNorm per head, without a learned
+weight or an epsilon; OLMo 2 in transformers 5.23.0 normalises the whole
+projection, all heads together, with a learned weight per channel
+:cite:p:`hf_transformers_5230`. ``q̂ = RMSNorm(q)`` is ``q`` divided by
+its root mean square, a vector of length ``√d_k``. :doc:`The variants page
+<variants>` compares them all.
 """
 
 from __future__ import annotations
@@ -26,23 +31,34 @@ import numpy as np
 
 from ._checks import positive_int, real_array
 
-__all__ = [
-    "FIXED",
-    "LABELS",
-    "NAMES",
+__all__ = [  # noqa: RUF022 (source order, which the API page follows)
     "QK_NORM_GAIN",
-    "TABLE",
-    "Scale",
-    "lookup",
+    "unit_normalise",
     "rms_normalise",
+    "Scale",
+    "TABLE",
+    "NAMES",
+    "LABELS",
+    "FIXED",
+    "lookup",
     "scale_factor",
     "scaled_scores",
-    "unit_normalise",
 ]
 
 #: The fixed gain of the cosine form of QK-normalisation on this site. Henry
 #: et al. (2020) learn it, so a trained model would move it.
 QK_NORM_GAIN = 4.0
+
+
+def _nonzero(sizes, shape):
+    """``sizes``, one per vector, if none is 0; a zero vector has no direction."""
+    if not sizes.all():
+        where = tuple(int(i) for i in np.argwhere(sizes == 0)[0][:-1])
+        raise ValueError(
+            f"x of shape {shape} has a zero vector at {where}, which cannot be "
+            f"normalised"
+        )
+    return sizes
 
 
 def unit_normalise(x):
@@ -54,7 +70,7 @@ def unit_normalise(x):
     array([[0.6, 0.8]])
     """
     x = real_array(x, "x", min_ndim=1, dtype=np.float64)
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / _nonzero(np.linalg.norm(x, axis=-1, keepdims=True), x.shape)
 
 
 def rms_normalise(x):
@@ -69,7 +85,7 @@ def rms_normalise(x):
     array([[0.8485, 1.1314]])
     """
     x = real_array(x, "x", min_ndim=1, dtype=np.float64)
-    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True))
+    return x / _nonzero(np.sqrt((x * x).mean(axis=-1, keepdims=True)), x.shape)
 
 
 def _one(d_k, gain):
@@ -108,7 +124,8 @@ class Scale(NamedTuple):
 
 
 #: Every scale choice, in the variants page's order. No divisor, the paper's
-#: 1/√d_k, μP's 1/d_k (which assumes that q·k grows like d_k), and the two
+#: 1/√d_k, μP's 1/d_k (for q·k that grows like d_k, as μP's authors expect
+#: once training correlates q and k), and the two
 #: kinds of QK-normalisation: the cosine form, labelled ``"QK-norm"``, and
 #: ``"RMSNorm + 1/√d_k"``.
 #:
@@ -184,8 +201,8 @@ def scaled_scores(q, k, scale, *, gain=QK_NORM_GAIN):
     result, ``(..., n_q, n_k)``, is ``factor · normalise(q) normalise(k)ᵀ``
     for the entry of :data:`~sdpa_ref.scales.TABLE` that ``scale`` names,
     by name or by label (:func:`~sdpa_ref.scales.lookup`). ``none`` is
-    ``q·k``; ``1/√d_k`` the standard rule; ``1/d_k`` the muP choice, which
-    assumes q·k grows like ``d_k``; ``QK-norm``, the cosine form, scales
+    ``q·k``; ``1/√d_k`` the standard rule; ``1/d_k`` the μP choice, for
+    q·k that grows like ``d_k``; ``QK-norm``, the cosine form, scales
     unit vectors, ``gain * cos(q, k)``, so the width drops out;
     ``RMSNorm + 1/√d_k``, normalise then scale, normalises both sides with
     :func:`~sdpa_ref.scales.rms_normalise` and keeps the standard divisor,

@@ -97,7 +97,8 @@ __all__ = [
 ]
 
 #: The factors compared, 1/√d_k (the paper's), 1 (none) and 1/d_k (μP's),
-#: by name: :data:`sdpa_ref.scales.FIXED`, the paper's first.
+#: by name: the names in :data:`sdpa_ref.scales.FIXED`, reordered to put the
+#: paper's first.
 SCALES = ("sqrt", *(name for name in scales.FIXED if name != "sqrt"))
 #: Head widths of the queries and keys.
 WIDTHS = (16, 64, 256)

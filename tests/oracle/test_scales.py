@@ -140,3 +140,15 @@ def test_the_variants_entropies_take_either_spelling():
             variants.scaled_scores(q[:1], k, name),
             variants.scaled_scores(q[:1], k, label),
         )
+
+
+@pytest.mark.parametrize("normalise", [scales.unit_normalise, scales.rms_normalise])
+def test_a_zero_vector_is_refused_not_turned_into_nan(normalise):
+    x = np.ones((2, 3, 4))
+    x[1, 2] = 0.0
+    with pytest.raises(
+        ValueError, match=r"x of shape \(2, 3, 4\) has a zero vector at \(1, 2\)"
+    ):
+        normalise(x)
+    with pytest.raises(ValueError, match="zero vector"):
+        scales.scaled_scores(np.zeros((1, 4)), np.ones((2, 4)), "QK-norm")
