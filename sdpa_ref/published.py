@@ -143,10 +143,10 @@ A100_SMS = 108
 #: The A100's SRAM per streaming multiprocessor as the paper writes it, "192KB".
 A100_SRAM_KB = 192
 #: The most of those 192 KB per streaming multiprocessor that can be configured
-#: as shared memory on an A100, per SM (one thread block's own limit is a
-#: separate device attribute, which this figure does not give): "The NVIDIA
-#: A100 GPU supports shared memory capacity of 0, 8, 16, 32,
-#: 64, 100, 132 or 164 KB per SM" (NVIDIA Ampere GPU Architecture Tuning
+#: as shared memory on an A100 (one thread block's own limit is a separate
+#: device attribute, which this figure does not give): "The NVIDIA A100 GPU
+#: supports shared memory capacity of 0, 8, 16, 32, 64, 100, 132 or 164 KB
+#: per SM" (NVIDIA Ampere GPU Architecture Tuning
 #: Guide, Section 1.4.2.3, where 192 KB is the combined capacity of the L1
 #: cache, texture cache and shared memory).
 A100_SHARED_MEMORY_MAX_KB = 164
