@@ -106,7 +106,8 @@ MODEL_SHAPES = {
 #: three Gemma 2 models, from Table 1 of Gemma Team (2024), "Gemma 2:
 #: Improving Open Language Models at a Practical Size", arXiv:2408.00118. In
 #: none of them do the heads' widths add up to d_model (heads x head width is
-#: 2048, 4096 and 4096): the heads' width is chosen on its own.
+#: 2048 for the 2B model, 4096 for the 9B and 4096 for the 27B): the heads'
+#: width is chosen on its own.
 #: ``kv_heads``, the key/value heads of their grouped-query attention, is
 #: ``num_key_value_heads`` of Google's reference implementation
 #: (google/gemma_pytorch, gemma/config.py: get_config_for_2b_v2, _9b, _27b).
@@ -144,11 +145,13 @@ A100_SMS = 108
 A100_SRAM_KB = 192
 #: The most of those 192 KB per streaming multiprocessor that can be configured
 #: as shared memory on an A100 (one thread block's own limit is a separate
-#: device attribute, which this figure does not give): "The NVIDIA A100 GPU
-#: supports shared memory capacity of 0, 8, 16, 32, 64, 100, 132 or 164 KB
-#: per SM" (NVIDIA Ampere GPU Architecture Tuning
-#: Guide, Section 1.4.2.3, where 192 KB is the combined capacity of the L1
-#: cache, texture cache and shared memory).
+#: device attribute, ``cudaDevAttrMaxSharedMemoryPerBlockOptin``, which
+#: FlashAttention-2 v2.8.3 reads beside the per-SM one in
+#: ``flash_fwd_launch_template.h``, and which this figure does not give): "The
+#: NVIDIA A100 GPU supports shared memory capacity of 0, 8, 16, 32, 64, 100,
+#: 132 or 164 KB per SM" (NVIDIA Ampere GPU Architecture Tuning Guide, Section
+#: 1.4.2.3, where 192 KB is the combined capacity of the L1 cache, texture
+#: cache and shared memory).
 A100_SHARED_MEMORY_MAX_KB = 164
 #: The A100's HBM bandwidth in TB/s (10¹² bytes a second), from the same
 #: sentence of Dao et al. (2022, Section 2.1): "40-80GB of high bandwidth
@@ -205,10 +208,13 @@ FA3_FP8_ERROR_REDUCTION = 2.6
 #: the next key of this table (``static_switch.h``, ``HEADDIM_SWITCH``).
 #: The split-KV kernel has other blocks, 64 query rows and 256, 128 or 64 keys
 #: for head dimensions up to 64, up to 128 and above
-#: (``run_mha_fwd_splitkv_dispatch``); ``mha_fwd`` picks it by a heuristic
-#: when the batch, heads and query blocks fill few of the GPU's
-#: multiprocessors, and ``mha_fwd_kvcache`` always uses it
-#: (``flash_api.cpp``, ``set_params_splitkv``).
+#: (``run_mha_fwd_splitkv_dispatch``). ``run_mha_fwd`` takes it when
+#: ``num_splits`` exceeds 1 or the caller forces it (``flash_api.cpp``, line
+#: 247). Without dropout only, ``num_splits`` comes from a heuristic that
+#: picks 1 once the batch, heads and query blocks reach 0.8 x twice the
+#: multiprocessors (lines 263-265, 314); ``mha_fwd_kvcache`` forces the split
+#: kernel when it appends new keys, takes ``cache_batch_idx`` or reads a paged
+#: cache (line 1457).
 FLASH2_A100_BLOCKS = {
     32: (128, 128),
     64: (128, 128),
@@ -297,6 +303,17 @@ README_SETTING = {"batch": 8, "head_dim": 64, "heads": 12}
 # ---------------------------------------------------------------------------
 # Other libraries' defaults and conventions.
 
+#: FlashAttention-3's tests' absolute tolerance on the output, ``fwd_atol =
+#: factor * (out_ref + offset - offset - out_ref).abs().max()``: twice the
+#: rounding noise of adding and subtracting 0.3 in the output's dtype
+#: (Dao-AILab/flash-attention at commit 0251105a, hopper/test_flash_attn.py,
+#: line 255). :func:`sdpa_ref.testing.flash_atol` computes it.
+FLASH_TEST_FWD_ATOL = {"factor": 2.0, "offset": 0.3}
+
+#: The same tests' relative factor ``rtol``: a kernel's error may be this many
+#: times the PyTorch reference's own, 2, or 3 with soft-capping (line 256).
+FLASH_TEST_RTOL = {"default": 2.0, "softcap": 3.0}
+
 #: FlashAttention-3's tests add this to each gradient's absolute tolerance
 #: with soft-capping, where they also raise the relative factor from 2 to 3
 #: (Dao-AILab/flash-attention at commit 0251105a, hopper/test_flash_attn.py,
@@ -337,9 +354,12 @@ TUTORIAL_FILL = -(10.0**TUTORIAL_FILL_EXPONENT)
 #: :data:`TUTORIAL_FILL`.
 D2L_FILL_EXPONENT = 6
 
-#: Adam's fixed hyperparameters, Kingma and Ba's defaults, which every run of
-#: the training experiment (:mod:`sdpa_ref.training`) uses.
-ADAM = {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
+#: Adam's defaults, as Kingma and Ba (2015, Algorithm 1) give them: "Good
+#: default settings for the tested machine learning problems are α = 0.001,
+#: β1 = 0.9, β2 = 0.999 and ϵ = 10⁻⁸". The training experiment
+#: (:mod:`sdpa_ref.training`) keeps the betas and epsilon in every run, and
+#: takes this learning rate for its main setting.
+ADAM = {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
 
 # ---------------------------------------------------------------------------
 
@@ -358,6 +378,7 @@ SOURCES = {
         "jiang2023mistral",
         "hf_transformers_5230",
         "mistral_7b_v02_card",
+        "mistral_7b_v03_card",
     ),
     "MISTRAL_7B_WINDOW": ("jiang2023mistral",),
     "MODEL_SHAPES": (
@@ -388,6 +409,8 @@ SOURCES = {
     "PAPER_MAX_MEMORY_SAVING": ("dao2022flashattention",),
     "README_MEMORY_SAVINGS": ("flashattention_repo", "flashattention_readme_2022"),
     "README_SETTING": ("flashattention_readme_2022",),
+    "FLASH_TEST_FWD_ATOL": ("flashattention_testing",),
+    "FLASH_TEST_RTOL": ("flashattention_testing",),
     "SOFTCAP_GRAD_ATOL": ("flashattention_testing",),
     "EXP_ULPS": ("pytorch_cpu_exp",),
     "TORCH_ASSERT_CLOSE_DEFAULTS": ("pytorch_assert_close",),

@@ -55,8 +55,8 @@ def _nonzero(sizes, shape):
     if not sizes.all():
         where = tuple(int(i) for i in np.argwhere(sizes == 0)[0][:-1])
         raise ValueError(
-            f"x of shape {shape} has a zero vector at {where}, which cannot be "
-            f"normalised"
+            f"x of shape {shape} has a vector of length 0 in float64 at {where} "
+            f"(zero, or too small to square), which has no direction"
         )
     return sizes
 
@@ -125,7 +125,7 @@ class Scale(NamedTuple):
 
 #: Every scale choice, in the variants page's order. No divisor, the paper's
 #: 1/√d_k, μP's 1/d_k (for q·k that grows like d_k, as μP's authors expect
-#: once training correlates q and k), and the two
+#: once training correlates q and k :cite:p:`yang2022tensor`), and the two
 #: kinds of QK-normalisation: the cosine form, labelled ``"QK-norm"``, and
 #: ``"RMSNorm + 1/√d_k"``.
 #:

@@ -73,6 +73,8 @@ from .mods import (
 from .precision import to_bfloat16 as _untyped_to_bfloat16
 from .published import (  # the published numbers this module uses or names
     EXP_ULPS,
+    FLASH_TEST_FWD_ATOL,
+    FLASH_TEST_RTOL,
     SOFTCAP_GRAD_ATOL,
 )
 from .varlen import pad, unpack, unpack_lse
@@ -462,13 +464,13 @@ def flash_atol(reference: Any, precision: str) -> float:
     acc = _accumulator(precision)
     values = np.asarray(reference, dtype=np.float64)
     x = r(np.where(np.isfinite(values), values, 0.0))
-    point3 = np.float64(acc(0.3))
+    offset = np.float64(acc(FLASH_TEST_FWD_ATOL["offset"]))
 
     def step(a: Any) -> Any:
         return r(a.astype(acc).astype(np.float64))
 
-    noise = step(step(step(x + point3) - point3) - x)
-    return float(2 * np.abs(noise).max(initial=0.0))
+    noise = step(step(step(x + offset) - offset) - x)
+    return float(FLASH_TEST_FWD_ATOL["factor"] * np.abs(noise).max(initial=0.0))
 
 
 def flash_factor(softcap: float | None = None) -> float:
@@ -481,7 +483,7 @@ def flash_factor(softcap: float | None = None) -> float:
     >>> flash_factor(), flash_factor(30.0)
     (2.0, 3.0)
     """
-    return 2.0 if softcap in (None, 0, 0.0) else 3.0
+    return FLASH_TEST_RTOL["default" if softcap in (None, 0, 0.0) else "softcap"]
 
 
 # ---------------------------------------------------------------------------

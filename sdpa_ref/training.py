@@ -150,7 +150,7 @@ class Setting:
 
     d_model: int = 256
     d_v: int = 32
-    lr: float = 1e-3
+    lr: float = ADAM["lr"]
     gain: float = 1.0
     qk_width_power: float = 0.0
     task: Task = Task()
