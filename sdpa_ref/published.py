@@ -206,15 +206,11 @@ FA3_FP8_ERROR_REDUCTION = 2.6
 #: block is not larger: "Using block size (256 x 64) is 85% slower for
 #: seqlen=2k, because of register spilling". A head width is rounded up to
 #: the next key of this table (``static_switch.h``, ``HEADDIM_SWITCH``).
-#: The split-KV kernel has other blocks, 64 query rows and 256, 128 or 64 keys
-#: for head dimensions up to 64, up to 128 and above
-#: (``run_mha_fwd_splitkv_dispatch``). ``run_mha_fwd`` takes it when
-#: ``num_splits`` exceeds 1 or the caller forces it (``flash_api.cpp``, line
-#: 247). Without dropout only, ``num_splits`` comes from a heuristic that
-#: picks 1 once the batch, heads and query blocks reach 0.8 x twice the
-#: multiprocessors (lines 263-265, 314); ``mha_fwd_kvcache`` forces the split
-#: kernel when it appends new keys, takes ``cache_batch_idx`` or reads a paged
-#: cache (line 1457).
+#: The split-KV kernel, which runs in some calls in place of this one (among
+#: them decoding from a paged cache or while appending keys; the flash page's
+#: :ref:`split-kv` section says more), has other blocks: 64 query rows, and
+#: 256, 128 or 64 keys for head dimensions up to 64, up to 128 and above
+#: (``run_mha_fwd_splitkv_dispatch`` in the same file).
 FLASH2_A100_BLOCKS = {
     32: (128, 128),
     64: (128, 128),
@@ -262,8 +258,8 @@ FIGURE_2_RECOUNT_GFLOPS = {"standard": 825, "flash": 963}
 
 #: The speedup that skipping fully masked blocks brings causal attention.
 #:
-#: Measured against attention without a mask, as FlashAttention-2's paper
-#: reports it, "around 1.7-1.8× speedup compared to attention without the
+#: Compared with attention without a mask, as FlashAttention-2's paper
+#: states it, "around 1.7-1.8× speedup compared to attention without the
 #: causal mask" (Dao 2024, Section 3.1.1, "Causal masking"). Quoted, not
 #: computed.
 CAUSAL_SKIP_SPEEDUP = (1.7, 1.8)
@@ -310,8 +306,10 @@ README_SETTING = {"batch": 8, "head_dim": 64, "heads": 12}
 #: line 255). :func:`sdpa_ref.testing.flash_atol` computes it.
 FLASH_TEST_FWD_ATOL = {"factor": 2.0, "offset": 0.3}
 
-#: The same tests' relative factor ``rtol``: a kernel's error may be this many
-#: times the PyTorch reference's own, 2, or 3 with soft-capping (line 256).
+#: The same tests' relative factor, ``rtol``. A kernel's error against the
+#: float32 reference may be this many times the error of the same attention
+#: computed naively in the kernel's dtype (``out_pt``), 2, or 3 with
+#: soft-capping (lines 215-243 and 256).
 FLASH_TEST_RTOL = {"default": 2.0, "softcap": 3.0}
 
 #: FlashAttention-3's tests add this to each gradient's absolute tolerance
@@ -354,7 +352,7 @@ TUTORIAL_FILL = -(10.0**TUTORIAL_FILL_EXPONENT)
 #: :data:`TUTORIAL_FILL`.
 D2L_FILL_EXPONENT = 6
 
-#: Adam's defaults, as Kingma and Ba (2015, Algorithm 1) give them: "Good
+#: Adam's defaults, as Kingma and Ba give them in their Algorithm 1. "Good
 #: default settings for the tested machine learning problems are α = 0.001,
 #: β1 = 0.9, β2 = 0.999 and ϵ = 10⁻⁸". The training experiment
 #: (:mod:`sdpa_ref.training`) keeps the betas and epsilon in every run, and

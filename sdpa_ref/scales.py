@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._checks import positive_int, real_array
+from ._checks import positive_int, real_array, require_finite
 
 __all__ = [  # noqa: RUF022 (source order, which the API page follows)
     "QK_NORM_GAIN",
@@ -50,15 +50,26 @@ __all__ = [  # noqa: RUF022 (source order, which the API page follows)
 QK_NORM_GAIN = 4.0
 
 
-def _nonzero(sizes, shape):
-    """``sizes``, one per vector, if none is 0; a zero vector has no direction."""
-    if not sizes.all():
-        where = tuple(int(i) for i in np.argwhere(sizes == 0)[0][:-1])
+def _directions(x):
+    """``x`` as float64 vectors to normalise, each with a direction.
+
+    A vector of zeros has none, and a value that is not finite none that
+    float64 can say, so both are refused. A vector whose largest entry is
+    beyond 1e150 or below 1e-150 in size is divided by that entry first, as
+    LAPACK's norms do: squaring it would overflow or lose digits, and the
+    division leaves its direction, and so its normalised form, unchanged.
+    """
+    x = real_array(x, "x", min_ndim=1, dtype=np.float64)
+    require_finite(x, "x")
+    peak = np.abs(x).max(axis=-1, keepdims=True)
+    if not peak.all():
+        where = tuple(int(i) for i in np.argwhere(peak == 0)[0][:-1])
         raise ValueError(
-            f"x of shape {shape} has a vector of length 0 in float64 at {where} "
-            f"(zero, or too small to square), which has no direction"
+            f"x of shape {x.shape} has a zero vector at {where}, which has no "
+            f"direction to normalise"
         )
-    return sizes
+    extreme = (peak > 1e150) | (peak < 1e-150)
+    return np.where(extreme, x / peak, x) if extreme.any() else x
 
 
 def unit_normalise(x):
@@ -69,8 +80,8 @@ def unit_normalise(x):
     >>> unit_normalise(np.array([[3.0, 4.0]]))
     array([[0.6, 0.8]])
     """
-    x = real_array(x, "x", min_ndim=1, dtype=np.float64)
-    return x / _nonzero(np.linalg.norm(x, axis=-1, keepdims=True), x.shape)
+    x = _directions(x)
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
 def rms_normalise(x):
@@ -84,8 +95,8 @@ def rms_normalise(x):
     >>> rms_normalise(np.array([[3.0, 4.0]])).round(4)  # RMS of [3, 4] is √12.5
     array([[0.8485, 1.1314]])
     """
-    x = real_array(x, "x", min_ndim=1, dtype=np.float64)
-    return x / _nonzero(np.sqrt((x * x).mean(axis=-1, keepdims=True)), x.shape)
+    x = _directions(x)
+    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True))
 
 
 def _one(d_k, gain):

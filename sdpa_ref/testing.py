@@ -447,12 +447,14 @@ def flash_atol(reference: Any, precision: str) -> float:
     hopper/test_flash_attn.py:255 (commit 0251105a) computes
     ``2 * (out_ref + 0.3 - 0.3 - out_ref).abs().max()`` on ``out_ref``, which
     ``attention_ref`` computes in float32 and returns in the kernel's dtype
-    (flash_attn/utils/testing.py:273-275, 360), so the noise is that of the
+    (hopper/test_util.py:271-273, 348, imported at hopper/test_flash_attn.py:22-26),
+    so the noise is that of the
     kernel's dtype. Here ``x`` is sdpa_ref's float64 ``reference`` rounded to
     ``precision``, and each step is computed in float32 (float64 for a
     float64 kernel) and rounded to ``precision``, as a CUDA kernel of torch
     does with a Python scalar. (On the CPU, torch first rounds ``0.3`` to
-    the tensor's dtype, which can change the result by a factor of two.) The
+    the tensor's dtype, which for a single value can change the result
+    several-fold, or between zero and nonzero.) The
     same rule gives the gradients' tolerances (lines 343-348).
 
     Examples

@@ -148,8 +148,26 @@ def test_a_zero_vector_is_refused_not_turned_into_nan(normalise):
     x[1, 2] = 0.0
     with pytest.raises(
         ValueError,
-        match=r"x of shape \(2, 3, 4\) has a vector of length 0 in float64 at \(1, 2\)",
+        match=r"x of shape \(2, 3, 4\) has a zero vector at \(1, 2\)",
     ):
         normalise(x)
-    with pytest.raises(ValueError, match="length 0"):
+    with pytest.raises(ValueError, match="zero vector"):
         scales.scaled_scores(np.zeros((1, 4)), np.ones((2, 4)), "QK-norm")
+
+
+@pytest.mark.parametrize("size", [1e-200, 1e-160, 1e160, 1e200])
+def test_huge_and_tiny_vectors_normalise_like_ordinary_ones(size):
+    """Both normalisations ignore a vector's scale, also where squaring it would
+    overflow or underflow in float64."""
+    x = np.array([[3.0, 4.0], [1.0, 1.0]])
+    np.testing.assert_allclose(
+        scales.unit_normalise(size * x), scales.unit_normalise(x), rtol=1e-15
+    )
+    np.testing.assert_allclose(
+        scales.rms_normalise(size * x), scales.rms_normalise(x), rtol=1e-15
+    )
+
+
+def test_a_vector_that_is_not_finite_is_refused():
+    with pytest.raises(ValueError, match="x"):
+        scales.unit_normalise(np.array([[np.inf, 1.0]]))
