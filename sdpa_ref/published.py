@@ -175,7 +175,8 @@ A100_NON_MATMUL_TFLOPS = 19.5
 #: The on-chip memory ``M`` that the FlashAttention paper's prose assumes, in
 #: KB: "For typical values of d (64-128) and M (around 100KB)" (Dao et al.
 #: 2022, arXiv 2205.14135, Section 3.2). The block sizes of its Algorithm 1
-#: make sense only with ``M`` counted in numbers, as the flash page explains.
+#: make sense only with ``M`` counted in elements (numbers stored), not bytes,
+#: as the flash page explains.
 FLASH_PAPER_SRAM_KB = 100
 
 #: Share of the A100's theoretical maximum FLOPs/s that each version reaches,
@@ -189,7 +190,10 @@ FLOPS_UTILISATION = {"flash": (25, 40), "flash2": (50, 73)}
 #: baseline FP8 attention's, as the abstract of Shah et al. (2024, arXiv
 #: 2407.08608) reports it: "FP8 FlashAttention-3 achieves 2.6x lower
 #: numerical error than a baseline FP8 attention", with block quantization
-#: and incoherent processing. Quoted, not computed.
+#: and incoherent processing. The abstract states it without a setting: it is
+#: the paper's measurement against that baseline, not a general statement
+#: about the error of FP8 attention, and this entry does not restate the
+#: experiment's inputs. Quoted, not computed.
 FA3_FP8_ERROR_REDUCTION = 2.6
 
 #: The block sizes of FlashAttention-2's unsplit forward kernel on an A100, by
@@ -199,7 +203,8 @@ FA3_FP8_ERROR_REDUCTION = 2.6
 #: (commit 060c9188), without dropout: ``run_mha_fwd_hdim32`` to
 #: ``run_mha_fwd_hdim256`` launch ``Flash_fwd_kernel_traits<Headdim, kBlockM,
 #: kBlockN, ...>``, with ``kBlockM`` the query rows of one thread block (the
-#: grid has ``ceil(seqlen_q / kBlockM)`` of them per head). For an A100
+#: grid has ``ceil(seqlen_q / kBlockM)`` of them per head and batch entry).
+#: For an A100
 #: (compute capability 8.0, not the "sm86 or sm89" branches) that is 128 x 128
 #: for head dimensions 32 and 64, and 128 x 64 for 96 to 256 ("For A100, we
 #: want to run with 128 x 64", at 256). The comment at 64 says why the query
@@ -307,9 +312,10 @@ README_SETTING = {"batch": 8, "head_dim": 64, "heads": 12}
 FLASH_TEST_FWD_ATOL = {"factor": 2.0, "offset": 0.3}
 
 #: The same tests' relative factor, ``rtol``. A kernel's error against the
-#: float32 reference may be this many times the error of the same attention
-#: computed naively in the kernel's dtype (``out_pt``), 2, or 3 with
-#: soft-capping (lines 215-243 and 256).
+#: reference (computed in float32 and returned in the kernel's dtype) may be
+#: this many times the error of the same attention computed naively in the
+#: kernel's dtype (``out_pt``), 2, or 3 with soft-capping (lines 215-243 and
+#: 256).
 FLASH_TEST_RTOL = {"default": 2.0, "softcap": 3.0}
 
 #: FlashAttention-3's tests add this to each gradient's absolute tolerance

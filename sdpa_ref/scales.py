@@ -13,11 +13,13 @@ only the cosine form :cite:p:`henry2020query`: it scales unit vectors by a
 gain, so the width drops out. ``"RMSNorm + 1/√d_k"`` normalises and then
 scales as usual, the form of the models that call it QK normalization,
 ViT-22B with LayerNorm :cite:p:`dehghani2023scaling` and OLMo 2 with
-RMSNorm :cite:p:`olmo2024olmo2`; a model's QK-norm flag is this entry, not
-the label ``"QK-norm"``. Here it is RMSNorm per head, without a learned
-weight or an epsilon; OLMo 2 in transformers 5.23.0 normalises the whole
-projection, all heads together, with a learned weight per channel
-:cite:p:`hf_transformers_5230`. ``q̂ = RMSNorm(q)`` is ``q`` divided by
+RMSNorm :cite:p:`olmo2024olmo2`; of the entries, this one is the closest
+to a model's QK-norm flag, not the label ``"QK-norm"``. Here it is RMSNorm
+per head, without a learned weight or an epsilon, so the scores are
+exactly ``√d_k · cos(q, k)``; the models add learned weights (and OLMo 2
+in transformers 5.23.0 normalises the whole projection, all heads
+together, with a weight per channel :cite:p:`hf_transformers_5230`), so
+theirs are neither that nor bounded by ``√d_k``. ``q̂ = RMSNorm(q)`` is ``q`` divided by
 its root mean square, a vector of length ``√d_k``. :doc:`The variants page
 <variants>` compares them all.
 """
@@ -29,7 +31,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._checks import positive_int, real_array, require_finite
+from ._checks import first_index, positive_int, real_array
 
 __all__ = [  # noqa: RUF022 (source order, which the API page follows)
     "QK_NORM_GAIN",
@@ -50,23 +52,31 @@ __all__ = [  # noqa: RUF022 (source order, which the API page follows)
 QK_NORM_GAIN = 4.0
 
 
-def _directions(x):
+def _directions(x, name="x"):
     """``x`` as float64 vectors to normalise, each with a direction.
 
     A vector of zeros has none, and a value that is not finite none that
-    float64 can say, so both are refused. A vector whose largest entry is
-    beyond 1e150 or below 1e-150 in size is divided by that entry first, as
-    LAPACK's norms do: squaring it would overflow or lose digits, and the
-    division leaves its direction, and so its normalised form, unchanged.
+    float64 can say, so both are refused, naming the argument. A vector
+    whose largest entry is beyond 1e150 or below 1e-150 in size is divided
+    by that entry first, so that squaring it neither overflows nor loses
+    digits; the division leaves its normalised form unchanged.
     """
-    x = real_array(x, "x", min_ndim=1, dtype=np.float64)
-    require_finite(x, "x")
+    x = real_array(x, name, min_ndim=1, dtype=np.float64)
+    if x.shape[-1] == 0:
+        raise ValueError(f"{name} of shape {x.shape} has vectors of no entries")
+    bad = ~np.isfinite(x)
+    if bad.any():
+        where = first_index(bad)
+        raise ValueError(
+            f"{name} contains {float(x[where])} at index {where} (shape "
+            f"{x.shape}), which has no direction to normalise"
+        )
     peak = np.abs(x).max(axis=-1, keepdims=True)
     if not peak.all():
         where = tuple(int(i) for i in np.argwhere(peak == 0)[0][:-1])
         raise ValueError(
-            f"x of shape {x.shape} has a zero vector at {where}, which has no "
-            f"direction to normalise"
+            f"{name} of shape {x.shape} has a zero vector at {where}, which has "
+            f"no direction to normalise"
         )
     extreme = (peak > 1e150) | (peak < 1e-150)
     return np.where(extreme, x / peak, x) if extreme.any() else x
@@ -218,7 +228,9 @@ def scaled_scores(q, k, scale, *, gain=QK_NORM_GAIN):
     ``RMSNorm + 1/√d_k``, normalise then scale, normalises both sides with
     :func:`~sdpa_ref.scales.rms_normalise` and keeps the standard divisor,
     giving ``sqrt(d_k) * cos(q, k)``. ``gain`` matters to ``QK-norm``
-    only.
+    only. The two normalising choices refuse a query or key that is all
+    zeros (a zero-padded row, say) or not finite, with a ``ValueError`` that
+    names it; the three that only multiply do not look at the values.
 
     Examples
     --------
@@ -234,7 +246,12 @@ def scaled_scores(q, k, scale, *, gain=QK_NORM_GAIN):
     """
     q = real_array(q, "q", min_ndim=2, dtype=np.float64)
     k = real_array(k, "k", min_ndim=2, dtype=np.float64)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must have the same width d_k, got shapes {q.shape} and {k.shape}"
+        )
     entry = lookup(scale)
     if entry.normalise is not None:
+        q, k = _directions(q, "q"), _directions(k, "k")
         q, k = entry.normalise(q), entry.normalise(k)
     return entry.factor(q.shape[-1], gain) * (q @ np.swapaxes(k, -1, -2))

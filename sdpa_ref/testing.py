@@ -13,7 +13,8 @@ the rule that fits the kernel's precision:
 
   ``out_pt`` is emulated in NumPy (:func:`naive_attention`), ``factor`` is 2,
   or 3 with soft-capping (:func:`flash_factor`), and ``atol`` is twice the
-  rounding noise of one addition in the kernel's dtype (:func:`flash_atol`).
+  rounding noise of adding 0.3 to the reference and taking it away again in
+  the kernel's dtype (:func:`flash_atol`).
   In these precisions the naive computation's rounding dwarfs the difference
   between two summation orders, so the rule is fair.
 - **float32 and float64: a bound that holds for every summation order.** One

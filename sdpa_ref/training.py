@@ -144,7 +144,7 @@ class Setting:
     ``gain · d_k**qk_width_power / √d_model``, the same standard normals
     for every setting and scale of one seed and width. ``gain`` multiplies
     the scores at initialisation by ``gain²``; ``qk_width_power = -1/4``
-    multiplies them by ``d_k**-1/2``, so that unscaled scores start exactly
+    multiplies them by ``d_k**(-1/2)``, so that unscaled scores start exactly
     where the 1/√d_k arm's start.
     """
 

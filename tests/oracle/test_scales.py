@@ -171,3 +171,20 @@ def test_huge_and_tiny_vectors_normalise_like_ordinary_ones(size):
 def test_a_vector_that_is_not_finite_is_refused():
     with pytest.raises(ValueError, match="x"):
         scales.unit_normalise(np.array([[np.inf, 1.0]]))
+
+
+def test_scaled_scores_names_the_argument_it_refuses():
+    with pytest.raises(
+        ValueError, match=r"^k of shape \(2, 4\) has a zero vector at \(1,\)"
+    ):
+        scales.scaled_scores(
+            np.ones((1, 4)), np.array([[1.0] * 4, [0.0] * 4]), "QK-norm"
+        )
+    with pytest.raises(ValueError, match=r"^q contains nan at index \(0, 1\)"):
+        scales.scaled_scores(np.array([[1.0, np.nan]]), np.ones((1, 2)), "rmsnorm")
+    with pytest.raises(
+        ValueError, match=r"same width d_k, got shapes \(1, 2\) and \(1, 3\)"
+    ):
+        scales.scaled_scores(np.ones((1, 2)), np.ones((1, 3)), "sqrt")
+    with pytest.raises(ValueError, match="no entries"):
+        scales.unit_normalise(np.ones((2, 0)))
