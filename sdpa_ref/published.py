@@ -144,14 +144,16 @@ A100_SMS = 108
 #: The A100's SRAM per streaming multiprocessor as the paper writes it, "192KB".
 A100_SRAM_KB = 192
 #: The most of those 192 KB per streaming multiprocessor that can be configured
-#: as shared memory on an A100 (one thread block's own limit is a separate
-#: device attribute, ``cudaDevAttrMaxSharedMemoryPerBlockOptin``, which
-#: FlashAttention-2 v2.8.3 reads beside the per-SM one in
-#: ``flash_fwd_launch_template.h``, and which this figure does not give): "The
-#: NVIDIA A100 GPU supports shared memory capacity of 0, 8, 16, 32, 64, 100,
-#: 132 or 164 KB per SM" (NVIDIA Ampere GPU Architecture Tuning Guide, Section
-#: 1.4.2.3, where 192 KB is the combined capacity of the L1 cache, texture
-#: cache and shared memory).
+#: as shared memory on an A100: "The NVIDIA A100 GPU supports shared memory
+#: capacity of 0, 8, 16, 32, 64, 100, 132 or 164 KB per SM" (NVIDIA Ampere GPU
+#: Architecture Tuning Guide, Section 1.4.2.3, where 192 KB is the combined
+#: capacity of the L1 cache, texture cache and shared memory). One thread
+#: block gets 1 KB less, as the same section goes on: "CUDA reserves 1 KB of
+#: shared memory per thread block. Hence, the A100 GPU enables a single thread
+#: block to address up to 163 KB of shared memory". FlashAttention-2 v2.8.3
+#: reads both limits, ``cudaDevAttrMaxSharedMemoryPerMultiprocessor`` and
+#: ``cudaDevAttrMaxSharedMemoryPerBlockOptin``, in
+#: ``flash_fwd_launch_template.h``.
 A100_SHARED_MEMORY_MAX_KB = 164
 #: The A100's HBM bandwidth in TB/s (10¹² bytes a second), from the same
 #: sentence of Dao et al. (2022, Section 2.1): "40-80GB of high bandwidth

@@ -19,8 +19,8 @@ the rule that fits the kernel's precision:
   between two summation orders, so the rule is fair.
 - **float32 and float64: a bound that holds for every summation order.** One
   ordering's error is no yardstick for a kernel that sums in another order: a
-  correct float32 kernel can be twice as far from float64 as the naive
-  computation. Each element gets a bound from the floating-point error
+  correct float32 kernel can be more than twice as far from float64 as the
+  naive computation. Each element gets a bound from the floating-point error
   analysis of the dot products, the softmax and the weighted sums (Higham,
   *Accuracy and Stability of Numerical Algorithms*, 2nd ed., 2002, Lemma 3.1
   and §3.1; Blanchard, Higham and Higham, IMA J. Numer. Anal. 41(4), 2021,
