@@ -355,9 +355,10 @@ TUTORIAL_FILL = -(10.0**TUTORIAL_FILL_EXPONENT)
 #: The power of ten in the fill of Dive into Deep Learning's ``masked_softmax``
 #: (Zhang et al., d2l-en release v1.0.3, Section 11.3.2): "On the last axis,
 #: replace masked elements with a very large negative value, whose
-#: exponentiation outputs 0", ``_sequence_mask(..., value=-1e6)``. A row with
-#: no valid key gets -1e6 everywhere, and equal weights, as with
-#: :data:`TUTORIAL_FILL`.
+#: exponentiation outputs 0", ``_sequence_mask(..., value=-1e6)``. In float32
+#: and bfloat16 a row with no valid key gets -1e6 everywhere, and equal
+#: weights, as with :data:`TUTORIAL_FILL`; in float16 the fill is stored as
+#: -inf and the row comes out NaN, as the masks page shows.
 D2L_FILL_EXPONENT = 6
 
 #: Adam's defaults, as Kingma and Ba give them in their Algorithm 1. "Good

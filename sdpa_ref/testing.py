@@ -4,10 +4,13 @@
 its log-sum-exp and every gradient, against sdpa_ref's float64 reference, with
 the rule that fits the kernel's precision:
 
-- **float16 and bfloat16: FlashAttention's rule.** FlashAttention's tests
+- **float16 and bfloat16: FlashAttention's rule.** FlashAttention-3's tests
   compare the kernel's error with the error of the same computation done
   naively in the kernel's precision (hopper/test_flash_attn.py:228-285 at
-  commit 0251105a)::
+  commit 0251105a), in this form, which this module calls FlashAttention's
+  rule; FlashAttention-2's own tests make the same comparison with other
+  constants (tests/test_flash_attn.py: factor 2 and no ``atol`` on the
+  output at line 704, factor 3 on the gradients at lines 1130-1132)::
 
       |out - out_ref|.max() <= factor · |out_pt - out_ref|.max() + atol
 
