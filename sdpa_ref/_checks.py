@@ -99,14 +99,22 @@ def require_within(
         raise ValueError(describe(first_index(bad)[0]))
 
 
-def require_finite(arr: npt.NDArray[Any], name: str) -> None:
-    """Reject NaN or infinity in ``arr``, naming where the first one is."""
+def require_finite(
+    arr: npt.NDArray[Any],
+    name: str,
+    why: str = "; pass check_finite=False to skip this check",
+) -> None:
+    """Reject NaN or infinity in ``arr``, naming where the first one is.
+
+    ``why`` ends the message: by default how to skip the check, for the
+    functions that take ``check_finite``.
+    """
     bad = ~np.isfinite(arr)
     if bad.any():
         where = first_index(bad)
         raise ValueError(
             f"{name} contains {float(arr[where])} at index {where} "
-            f"(shape {arr.shape}); pass check_finite=False to skip this check"
+            f"(shape {arr.shape}){why}"
         )
 
 

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._checks import first_index, positive_int, real_array
+from ._checks import positive_int, real_array, require_finite
 
 __all__ = [  # noqa: RUF022 (source order, which the API page follows)
     "QK_NORM_GAIN",
@@ -64,13 +64,7 @@ def _directions(x, name="x"):
     x = real_array(x, name, min_ndim=1, dtype=np.float64)
     if x.shape[-1] == 0:
         raise ValueError(f"{name} of shape {x.shape} has vectors of no entries")
-    bad = ~np.isfinite(x)
-    if bad.any():
-        where = first_index(bad)
-        raise ValueError(
-            f"{name} contains {float(x[where])} at index {where} (shape "
-            f"{x.shape}), which has no direction to normalise"
-        )
+    require_finite(x, name, ", which has no direction to normalise")
     peak = np.abs(x).max(axis=-1, keepdims=True)
     if not peak.all():
         where = tuple(int(i) for i in np.argwhere(peak == 0)[0][:-1])
