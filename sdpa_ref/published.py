@@ -1,9 +1,11 @@
 """Every published number the site quotes, each defined once, with its source.
 
 Model configurations, GPU figures, numbers printed in papers and READMEs, and
-the defaults of other libraries: each constant below is quoted, not computed,
-and :data:`SOURCES` maps its name to the citation key(s) of its source in the
-site's bibliography (``docs/references.bib`` and ``docs/bib/*.bib``).
+the defaults of other libraries: each constant below is quoted from its
+source, or derived from quoted numbers by the arithmetic its comment shows
+(a head width as model width over heads, say), and :data:`SOURCES` maps its
+name to the citation key(s) of its source in the site's bibliography
+(``docs/references.bib`` and ``docs/bib/*.bib``).
 
 Each constant's source is quoted once, in the comment beside its value
 (its entry in the API reference). The subject modules that the
