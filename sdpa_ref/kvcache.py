@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._arrays import ArrayInput, FloatArray, IntArray, as_array, from_layout, to_layout
-from ._checks import first_index, real_array
+from ._checks import first_index, real_array, require_within
 from ._options import (
     CacheOptionKeywords,
     Options,
@@ -50,13 +50,14 @@ def _cache_lengths(cache_seqlens: object, batch: int, capacity: int) -> IntArray
                 f"({batch},), got dtype {arr.dtype} and shape {arr.shape}"
             )
         lengths = arr.astype(np.intp)
-    bad = (lengths < 0) | (lengths > capacity)
-    if bad.any():
-        b = first_index(bad)[0]
-        raise ValueError(
-            f"cache_seqlens[{b}] = {int(lengths[b])} must lie in 0..{capacity}, the "
-            f"positions its cache holds"
-        )
+    require_within(
+        lengths,
+        capacity,
+        lambda b: (
+            f"cache_seqlens[{b}] = {int(lengths[b])} must lie in "
+            f"0..{capacity}, the positions its cache holds"
+        ),
+    )
     result: IntArray = lengths.astype(np.intp)
     return result
 
